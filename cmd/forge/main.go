@@ -1,0 +1,39 @@
+// Command forge quantizes, evaluates and runs Qwen3.5 hybrid models. This
+// file only maps flags onto the forge package's jobs.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/alecthomas/kong"
+
+	"forge"
+)
+
+type cli struct {
+	Inspect    InspectCmd       `cmd:"" help:"Summarise a checkpoint: architecture, parameters and bytes by part."`
+	Logits     LogitsCmd        `cmd:"" help:"Compute logits for token sequences into a safetensors file."`
+	Synth      SynthCmd         `cmd:"" help:"Write a random-init checkpoint of any size in the real HF layout."`
+	Tokenize   TokenizeCmd      `cmd:"" help:"Print the token ids of a text as JSON."`
+	Detokenize DetokenizeCmd    `cmd:"" help:"Print the text of a JSON list of token ids."`
+	Template   TemplateCmd      `cmd:"" help:"Render a conversation with the model's chat template."`
+	Version    kong.VersionFlag `help:"Print the version."`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var c cli
+	k := kong.Parse(&c, kong.Name("forge"),
+		kong.Description("forge: quantize, evaluate and run Qwen3.5 hybrid models."),
+		kong.Vars{"version": forge.Version},
+		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.UsageOnError())
+	if err := k.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "forge:", err)
+		os.Exit(1)
+	}
+}

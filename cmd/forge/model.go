@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"golang.org/x/term"
+
+	"forge"
+	"forge/checkpoint"
+)
+
+// InspectCmd is `forge inspect MODEL_DIR`.
+type InspectCmd struct {
+	Model string `arg:"" type:"existingdir" help:"Checkpoint directory."`
+	JSON  bool   `name:"json" help:"Print JSON instead of a table."`
+}
+
+func (c *InspectCmd) Run() error {
+	in, err := forge.Inspect(c.Model)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		e := json.NewEncoder(os.Stdout)
+		e.SetIndent("", "  ")
+		return e.Encode(in)
+	}
+	return in.WriteTable(os.Stdout)
+}
+
+// LogitsCmd is `forge logits`.
+type LogitsCmd struct {
+	Model  string `required:"" type:"existingdir" help:"Checkpoint directory."`
+	Tokens string `required:"" type:"existingfile" help:"JSON list of token ids, or a list of such lists."`
+	Out    string `required:"" help:"Output .safetensors file."`
+	Decode bool   `help:"Compute one token at a time (recurrent form) instead of one prefill."`
+}
+
+func (c *LogitsCmd) Run(ctx context.Context) error {
+	rep, err := forge.Logits(ctx, forge.LogitsConfig{Model: c.Model, Tokens: c.Tokens, Out: c.Out, Decode: c.Decode})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s (%s, vocab %d)\n", rep.Out, rep.Mode, rep.Vocab)
+	for i, s := range rep.Sequences {
+		fmt.Printf("  sequence %d: %d tokens in %.3f s (%.0f tokens/s); most likely next token %d (p = %.3f)\n",
+			i, s.Tokens, s.Seconds, float64(s.Tokens)/s.Seconds, s.NextID, s.NextP)
+	}
+	return nil
+}
+
+// SynthCmd is `forge synth`.
+type SynthCmd struct {
+	Config string `required:"" type:"existingfile" help:"HF config.json of the model to synthesise."`
+	Out    string `required:"" help:"Output directory (must not exist)."`
+	Seed   uint64 `default:"0" help:"Random seed."`
+}
+
+func (c *SynthCmd) Run(ctx context.Context) error {
+	raw, err := os.ReadFile(c.Config)
+	if err != nil {
+		return err
+	}
+	opt := checkpoint.SynthOptions{Seed: c.Seed}
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		opt.Progress = func(done, total int64) {
+			fmt.Fprintf(os.Stderr, "\rsynth: %5.1f%% of %.2f GiB", 100*float64(done)/float64(total), float64(total)/(1<<30))
+			if done == total {
+				fmt.Fprintln(os.Stderr)
+			}
+		}
+	}
+	return checkpoint.Synth(ctx, raw, c.Out, opt)
+}

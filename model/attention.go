@@ -1,0 +1,105 @@
+package model
+
+import (
+	"math"
+
+	"forge/tensor"
+)
+
+// attention is one gated full-attention token mixer (spec §6).
+type attention struct {
+	q, k, v, o   Linear
+	qNorm, kNorm []float32 // [D] effective scales 1+w
+}
+
+// forward runs the mixer on u [T, H] at positions s.pos…s.pos+T−1 and
+// writes dst [T, H]. It appends the call's keys and values to the KV cache.
+func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
+	c := &m.cfg
+	T, D, hq, hkv := u.Rows, c.HeadDim, c.Heads, c.KVHeads
+	sc := &s.sc
+	ls := &s.layers[li]
+	sc.p.Resize(T, 2*hq*D)
+	sc.kp.Resize(T, hkv*D)
+	sc.vp.Resize(T, hkv*D)
+	a.q.Mul(&sc.p, u)
+	a.k.Mul(&sc.kp, u)
+	a.v.Mul(&sc.vp, u)
+
+	// Split q_proj per head into [query_h ‖ gate_h] (§3.2), norm, RoPE.
+	sc.q.Resize(T, hq*D)
+	sc.gate.Resize(T, hq*D)
+	for t := range T {
+		p, q, g := sc.p.Row(t), sc.q.Row(t), sc.gate.Row(t)
+		cos, sin := m.rope.at(sc, t)
+		for h := range hq {
+			qh := q[h*D : (h+1)*D]
+			rmsNorm(qh, p[h*2*D:h*2*D+D], a.qNorm, c.Eps)
+			m.rope.apply(qh, cos, sin)
+			copy(g[h*D:(h+1)*D], p[h*2*D+D:(h+1)*2*D])
+		}
+		k := sc.kp.Row(t)
+		for h := range hkv {
+			kh := k[h*D : (h+1)*D]
+			rmsNorm(kh, kh, a.kNorm, c.Eps)
+			m.rope.apply(kh, cos, sin)
+		}
+	}
+	ls.k = append(ls.k, sc.kp.Data...)
+	ls.v = append(ls.v, sc.vp.Data...)
+	s.observeLayer(li, "self_attn.q_rope", &sc.q)
+	s.observeLayer(li, "self_attn.k_rope", &sc.kp)
+	s.observeLayer(li, "self_attn.v", &sc.vp)
+	s.observeLayer(li, "self_attn.gate", &sc.gate)
+
+	sc.att.Resize(T, hq*D)
+	if T == 1 {
+		a.attend(c, s.pos, ls, sc, 0, 0, hq, sc.scores)
+	} else {
+		tensor.Parallel(T*hq, func(lo, hi int) {
+			scores := make([]float32, s.pos+T)
+			for i := lo; i < hi; i++ {
+				a.attend(c, s.pos, ls, sc, i/hq, i%hq, i%hq+1, scores)
+			}
+		})
+	}
+	s.observeLayer(li, "self_attn.attn_out", &sc.att)
+	for i, g := range sc.gate.Data {
+		sc.att.Data[i] *= sigmoid(g) // output gate: σ, not silu (§6.5)
+	}
+	a.o.Mul(dst, &sc.att)
+	s.observeLayer(li, "self_attn.mixer_out", dst)
+}
+
+// attend computes softmax(q·Kᵀ/√D)·V for call row t and query heads
+// [h0, h1) over cache positions 0…pos+t (causal), into sc.att. Query head
+// h reads KV head ⌊h/r_q⌋ (§6.4). scores needs pos+t+1 floats.
+func (a *attention) attend(c *Config, pos int, ls *layerState, sc *scratch, t, h0, h1 int, scores []float32) {
+	D, kvw := c.HeadDim, c.KVHeads*c.HeadDim
+	n := pos + t + 1
+	scale := float32(1 / math.Sqrt(float64(D))) // 1/√D with the full head_dim
+	rq := c.Heads / c.KVHeads
+	for h := h0; h < h1; h++ {
+		q := sc.q.Row(t)[h*D : (h+1)*D]
+		off := (h / rq) * D
+		w := scores[:n]
+		mx := float32(math.Inf(-1))
+		for tau := range n {
+			v := dot(q, ls.k[tau*kvw+off:tau*kvw+off+D]) * scale
+			w[tau] = v
+			mx = max(mx, v)
+		}
+		var sum float64
+		for tau := range w {
+			e := float32(math.Exp(float64(w[tau] - mx)))
+			w[tau] = e
+			sum += float64(e)
+		}
+		o := sc.att.Row(t)[h*D : (h+1)*D]
+		clear(o)
+		inv := float32(1 / sum)
+		for tau := range n {
+			axpy(o, w[tau]*inv, ls.v[tau*kvw+off:tau*kvw+off+D])
+		}
+	}
+}

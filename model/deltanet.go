@@ -1,0 +1,189 @@
+package model
+
+import (
+	"math"
+
+	"forge/tensor"
+)
+
+// chunkLen is C of the chunked delta rule (§8.2); upstream uses 64.
+const chunkLen = 64
+
+// deltaNet is one Gated DeltaNet token mixer (spec §7).
+type deltaNet struct {
+	qkv, z, a, b, out Linear
+	conv              []float32 // [convDim][K] depthwise taps, j = K−1 the current token
+	rate              []float64 // [Hv] A = exp(A_log) > 0 (the decay is −A·softplus(·))
+	dtBias            []float32 // [Hv]
+	normW             []float32 // [dv] gated-norm weight, plain scale (no +1)
+}
+
+// forward runs the mixer on u [T, H] and writes dst [T, H].
+func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
+	c := &m.cfg
+	T := u.Rows
+	ls := &s.layers[li]
+	sc := &s.sc
+	cd, kt, vt, hv := c.ConvDim(), c.KeyTotal(), c.ValueTotal(), c.ValueHeads
+	sc.x0.Resize(T, cd)
+	sc.z.Resize(T, vt)
+	sc.ga.Resize(T, hv)
+	sc.gb.Resize(T, hv)
+	d.qkv.Mul(&sc.x0, u)
+	d.z.Mul(&sc.z, u)
+	d.a.Mul(&sc.ga, u)
+	d.b.Mul(&sc.gb, u)
+	s.observeLayer(li, "linear_attn.qkv_proj", &sc.x0)
+	s.observeLayer(li, "linear_attn.z", &sc.z)
+
+	sc.xc.Resize(T, cd)
+	d.convolve(&sc.xc, &sc.x0, ls.conv, c.ConvKernel)
+	s.observeLayer(li, "linear_attn.conv_silu", &sc.xc)
+
+	// L2-normalise q and k per head; q then takes the 1/√dk scale (§7.5).
+	for t := range T {
+		row := sc.xc.Row(t)
+		for h := range 2 * c.KeyHeads {
+			l2Norm(row[h*c.KeyDim:(h+1)*c.KeyDim], 1)
+		}
+	}
+	if s.Observe != nil {
+		s.observeLayer(li, "linear_attn.q_l2", sliceCols(&sc.obs, &sc.xc, 0, kt))
+		s.observeLayer(li, "linear_attn.k_l2", sliceCols(&sc.obs, &sc.xc, kt, 2*kt))
+		s.observeLayer(li, "linear_attn.v", sliceCols(&sc.obs, &sc.xc, 2*kt, cd))
+	}
+	qs := float32(1 / math.Sqrt(float64(c.KeyDim)))
+	for t := range T {
+		q := sc.xc.Row(t)[:kt]
+		for i := range q {
+			q[i] *= qs
+		}
+	}
+	// Gates (§7.4), in place: ga ← g = −A·softplus(a + dt_bias), gb ← β = σ(b).
+	for t := range T {
+		ga, gb := sc.ga.Row(t), sc.gb.Row(t)
+		for h := range hv {
+			ga[h] = float32(-d.rate[h] * softplus(float64(ga[h])+float64(d.dtBias[h])))
+			gb[h] = sigmoid(gb[h])
+		}
+	}
+	s.observeLayer(li, "linear_attn.g", &sc.ga)
+	s.observeLayer(li, "linear_attn.beta", &sc.gb)
+
+	sc.o.Resize(T, vt)
+	d.rule(c, s, ls)
+	s.observeLayer(li, "linear_attn.core_out", &sc.o)
+
+	// Gated output norm per value head (§4): ô = RMSNorm(o)·w·silu(z).
+	for t := range T {
+		o, z := sc.o.Row(t), sc.z.Row(t)
+		for h := range hv {
+			oh, zh := o[h*c.ValueDim:(h+1)*c.ValueDim], z[h*c.ValueDim:(h+1)*c.ValueDim]
+			rmsNorm(oh, oh, d.normW, c.Eps)
+			for j := range oh {
+				oh[j] *= silu(zh[j])
+			}
+		}
+	}
+	s.observeLayer(li, "linear_attn.gated_norm_out", &sc.o)
+	d.out.Mul(dst, &sc.o)
+	s.observeLayer(li, "linear_attn.mixer_out", dst)
+}
+
+// convolve computes the causal depthwise conv + SiLU of §7.2 over the raw
+// rows X [T, convDim], with the K−1 rows of hist as left context, writes
+// dst [T, convDim], and advances hist to the last K−1 raw rows.
+func (d *deltaNet) convolve(dst, X *tensor.Matrix, hist []float32, K int) {
+	T, cd := X.Rows, X.Cols
+	src := func(r int) []float32 { // raw row r relative to the call; r < 0 reads the history
+		if r < 0 {
+			return hist[(K-1+r)*cd : (K+r)*cd]
+		}
+		return X.Row(r)
+	}
+	for t := range T {
+		out := dst.Row(t)
+		clear(out)
+		for j := range K {
+			row := src(t - (K - 1) + j)
+			for ch := range out {
+				out[ch] += d.conv[ch*K+j] * row[ch]
+			}
+		}
+		for ch := range out {
+			out[ch] = silu(out[ch])
+		}
+	}
+	// New history: the last K−1 rows of [hist ‖ X], oldest first.
+	if T >= K-1 {
+		copy(hist, X.Data[(T-(K-1))*cd:T*cd])
+		return
+	}
+	copy(hist, hist[T*cd:])
+	copy(hist[(K-1-T)*cd:], X.Data[:T*cd])
+}
+
+// rule runs the gated delta rule for every value head over the call's T
+// tokens: the recurrent form for a single token, the chunked form otherwise.
+// Heads run in parallel on prefill.
+func (d *deltaNet) rule(c *Config, s *State, ls *layerState) {
+	sc := &s.sc
+	T := sc.xc.Rows
+	if T == 1 {
+		for h := range c.ValueHeads {
+			d.stepHead(c, sc, ls, h)
+		}
+		return
+	}
+	sc.ensureChunk(c, chunkLen)
+	tensor.Parallel(c.ValueHeads, func(lo, hi int) {
+		for h := lo; h < hi; h++ {
+			d.chunkHead(c, sc, ls, h)
+		}
+	})
+}
+
+func (d *deltaNet) stepHead(c *Config, sc *scratch, ls *layerState, h int) {
+	dk, dv, kt := c.KeyDim, c.ValueDim, c.KeyTotal()
+	kh := h / (c.ValueHeads / c.KeyHeads) // grouped: value head h uses key head ⌊h/r_v⌋ (§3.3.4)
+	row := sc.xc.Row(0)
+	q := row[kh*dk : (kh+1)*dk]
+	k := row[kt+kh*dk : kt+(kh+1)*dk]
+	v := row[2*kt+h*dv : 2*kt+(h+1)*dv]
+	S := ls.rec[h*dk*dv : (h+1)*dk*dv]
+	deltaStep(S, q, k, v, sc.ga.Row(0)[h], sc.gb.Row(0)[h], sc.o.Row(0)[h*dv:(h+1)*dv], sc.w[h*dv:(h+1)*dv])
+}
+
+// chunkHead gathers head h's q, k, v, g, β rows chunk by chunk into
+// contiguous buffers, runs deltaChunk and scatters the outputs.
+func (d *deltaNet) chunkHead(c *Config, sc *scratch, ls *layerState, h int) {
+	dk, dv, kt := c.KeyDim, c.ValueDim, c.KeyTotal()
+	kh := h / (c.ValueHeads / c.KeyHeads)
+	hs := sc.heads[h]
+	S := ls.rec[h*dk*dv : (h+1)*dk*dv]
+	T := sc.xc.Rows
+	for t0 := 0; t0 < T; t0 += chunkLen {
+		n := min(chunkLen, T-t0)
+		for i := range n {
+			row := sc.xc.Row(t0 + i)
+			copy(hs.q[i*dk:(i+1)*dk], row[kh*dk:(kh+1)*dk])
+			copy(hs.k[i*dk:(i+1)*dk], row[kt+kh*dk:kt+(kh+1)*dk])
+			copy(hs.v[i*dv:(i+1)*dv], row[2*kt+h*dv:2*kt+(h+1)*dv])
+			hs.g[i] = sc.ga.Row(t0 + i)[h]
+			hs.beta[i] = sc.gb.Row(t0 + i)[h]
+		}
+		deltaChunk(S, hs.q[:n*dk], hs.k[:n*dk], hs.v[:n*dv], hs.g[:n], hs.beta[:n], hs.o[:n*dv], hs.cs)
+		for i := range n {
+			copy(sc.o.Row(t0 + i)[h*dv:(h+1)*dv], hs.o[i*dv:(i+1)*dv])
+		}
+	}
+}
+
+// sliceCols copies columns [lo, hi) of src into dst (for observers).
+func sliceCols(dst, src *tensor.Matrix, lo, hi int) *tensor.Matrix {
+	dst.Resize(src.Rows, hi-lo)
+	for t := range src.Rows {
+		copy(dst.Row(t), src.Row(t)[lo:hi])
+	}
+	return dst
+}

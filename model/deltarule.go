@@ -1,0 +1,122 @@
+package model
+
+import "math"
+
+// The gated delta rule of spec §8 for one value head. S is [dk][dv]
+// (row = key dimension), q and k are L2-normalised (q already scaled by
+// 1/√dk), g ≤ 0 is the log decay and beta ∈ (0,1) the write strength.
+
+// deltaStep is the recurrent form (§8.1) for one token:
+//
+//	S ← e^g·S;  u = β(v − Sᵀk);  S ← S + k uᵀ;  o = Sᵀq
+//
+// w is dv floats of scratch. o is written, not accumulated.
+func deltaStep(S, q, k, v []float32, g, beta float32, o, w []float32) {
+	dv := len(v)
+	alpha := float32(math.Exp(float64(g)))
+	clear(w)
+	for i, ki := range k {
+		row := S[i*dv : (i+1)*dv]
+		for j := range row {
+			row[j] *= alpha
+			w[j] += ki * row[j]
+		}
+	}
+	for j := range w {
+		w[j] = beta * (v[j] - w[j]) // u
+	}
+	clear(o)
+	for i, ki := range k {
+		row := S[i*dv : (i+1)*dv]
+		qi := q[i]
+		for j := range row {
+			row[j] += ki * w[j]
+			o[j] += qi * row[j]
+		}
+	}
+}
+
+// chunkScratch holds one worker's buffers for deltaChunk.
+type chunkScratch struct {
+	c  []float64 // [C] cumulative log decay c_i
+	kk []float32 // [C][C] k_i·k_j
+	qk []float32 // [C][C] q_i·k_j
+	u  []float32 // [C][dv] solved U
+}
+
+func newChunkScratch(C, dv int) *chunkScratch {
+	return &chunkScratch{
+		c: make([]float64, C), kk: make([]float32, C*C), qk: make([]float32, C*C),
+		u: make([]float32, C*dv),
+	}
+}
+
+// deltaChunk applies the chunked form (§8.2) to n ≤ C tokens whose q, k, v
+// rows are Q [n][dk], K [n][dk], V [n][dv]; it writes O [n][dv] and advances
+// S in place from S₀ to S_C:
+//
+//	(I + A) U = BV − BEK S₀,  A_ij = β_i (k_i·k_j) e^{c_i−c_j} (j < i)
+//	O   = E Q S₀ + ((Q Kᵀ) ⊙ Γ) U
+//	S_C = e^{c_n} S₀ + (diag(e^{c_n−c_i}) K)ᵀ U
+//
+// Every exponent is a difference c_i − c_j with j ≤ i formed before
+// exponentiating (§11.2), so each factor lies in (0, 1].
+func deltaChunk(S, Q, K, V []float32, g, beta []float32, O []float32, sc *chunkScratch) {
+	n := len(g)
+	dk := len(S) / (len(V) / n)
+	dv := len(V) / n
+	c := sc.c[:n]
+	acc := 0.0
+	for i := range n {
+		acc += float64(g[i])
+		c[i] = acc
+	}
+	for i := range n {
+		ki, qi := K[i*dk:(i+1)*dk], Q[i*dk:(i+1)*dk]
+		for j := 0; j <= i; j++ {
+			kj := K[j*dk : (j+1)*dk]
+			sc.kk[i*n+j] = dot(ki, kj)
+			sc.qk[i*n+j] = dot(qi, kj)
+		}
+	}
+	U := sc.u[:n*dv]
+	for i := range n {
+		ui, oi := U[i*dv:(i+1)*dv], O[i*dv:(i+1)*dv]
+		ki, qi := K[i*dk:(i+1)*dk], Q[i*dk:(i+1)*dk]
+		// ui = S₀ᵀk_i, oi = S₀ᵀq_i (one pass over S₀).
+		clear(ui)
+		clear(oi)
+		for r := range dk {
+			row := S[r*dv : (r+1)*dv]
+			axpy(ui, ki[r], row)
+			axpy(oi, qi[r], row)
+		}
+		ec := float32(math.Exp(c[i]))
+		bi := beta[i]
+		vi := V[i*dv : (i+1)*dv]
+		for j := range ui {
+			ui[j] = bi * (vi[j] - ec*ui[j])
+			oi[j] *= ec
+		}
+		// Forward substitution: u_i −= Σ_{j<i} A_ij u_j.
+		for j := 0; j < i; j++ {
+			a := bi * sc.kk[i*n+j] * float32(math.Exp(c[i]-c[j]))
+			axpy(ui, -a, U[j*dv:(j+1)*dv])
+		}
+		// o_i += Σ_{j≤i} (q_i·k_j) e^{c_i−c_j} u_j.
+		for j := 0; j <= i; j++ {
+			axpy(oi, sc.qk[i*n+j]*float32(math.Exp(c[i]-c[j])), U[j*dv:(j+1)*dv])
+		}
+	}
+	last := c[n-1]
+	eLast := float32(math.Exp(last))
+	for r := range dk {
+		row := S[r*dv : (r+1)*dv]
+		for j := range row {
+			row[j] *= eLast
+		}
+		for i := range n {
+			axpy(row, K[i*dk+r]*float32(math.Exp(last-c[i])), U[i*dv:(i+1)*dv])
+		}
+	}
+}

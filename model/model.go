@@ -1,0 +1,204 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+
+	"forge/tensor"
+)
+
+// Model is a loaded Qwen3.5 hybrid text model (spec §5). It is read-only
+// after Load, so one Model serves any number of States concurrently.
+type Model struct {
+	cfg    Config
+	embed  Rower
+	layers []layer
+	norm   []float32 // [H] final norm scale 1+w
+	head   Linear    // lm_head [vocab, H]
+	rope   rope
+}
+
+// Rower is a Linear whose rows can be read one at a time: the embedding
+// table is looked up through it.
+type Rower interface {
+	Linear
+	// Row widens row i of the weight into dst (len = in).
+	Row(i int, dst []float32)
+}
+
+type layer struct {
+	kind     LayerKind
+	inNorm   []float32 // [H] 1+w
+	postNorm []float32 // [H] 1+w
+	gdn      *deltaNet
+	attn     *attention
+	gate, up Linear // [I, H]
+	down     Linear // [H, I]
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// scratch holds the per-State activations of one Forward call, reused
+// across calls so that a decode step allocates nothing.
+type scratch struct {
+	x, u, y     tensor.Matrix // [T, H] residual, normed input, sub-block output
+	g, up       tensor.Matrix // [T, I] MLP gate and up
+	logits      tensor.Matrix // [T, vocab]
+	x0, xc, z   tensor.Matrix // DeltaNet: [T, convDim] raw (x0) and conv'd (xc) rows, [T, Hv·dv] gate z
+	ga, gb      tensor.Matrix // [T, Hv] decay g and β
+	o           tensor.Matrix // [T, Hv·dv] core output, then gated-norm output
+	p, q, gate  tensor.Matrix // attention: [T, 2·Hq·D] q_proj, [T, Hq·D] queries, gates
+	kp, vp, att tensor.Matrix // [T, Hkv·D] keys, values; [T, Hq·D] attention output
+	obs         tensor.Matrix // observer copies
+	w           []float32     // [Hv·dv] recurrent-step scratch
+	scores      []float32     // decode attention scores
+	cos, sin    []float32     // [T][R/2] RoPE tables
+	heads       []*headScratch
+}
+
+// headScratch is one value head's chunk buffers for prefill.
+type headScratch struct {
+	q, k    []float32 // [C][dk]
+	v, o    []float32 // [C][dv]
+	g, beta []float32 // [C]
+	cs      *chunkScratch
+}
+
+func (sc *scratch) ensureChunk(c *Config, C int) {
+	if len(sc.heads) == c.ValueHeads {
+		return
+	}
+	sc.heads = make([]*headScratch, c.ValueHeads)
+	for h := range sc.heads {
+		sc.heads[h] = &headScratch{
+			q: make([]float32, C*c.KeyDim), k: make([]float32, C*c.KeyDim),
+			v: make([]float32, C*c.ValueDim), o: make([]float32, C*c.ValueDim),
+			g: make([]float32, C), beta: make([]float32, C),
+			cs: newChunkScratch(C, c.ValueDim),
+		}
+	}
+}
+
+// CheckTokens reports the first token id outside [0, vocab).
+func (m *Model) CheckTokens(tokens []int) error {
+	for i, t := range tokens {
+		if t < 0 || t >= m.cfg.Vocab {
+			return fmt.Errorf("token %d at index %d is outside the vocabulary [0, %d)", t, i, m.cfg.Vocab)
+		}
+	}
+	return nil
+}
+
+// Forward consumes tokens at positions s.Pos()… and returns their logits
+// [T, vocab] (owned by s, valid until the next call). T = 1 runs the
+// recurrent DeltaNet form, T > 1 the chunked one; both continue from s.
+// Token ids must be in range (CheckTokens); an empty call returns a 0-row matrix.
+func (m *Model) Forward(s *State, tokens []int) *tensor.Matrix {
+	if s.cfg != &m.cfg {
+		panic("model: State belongs to another Model")
+	}
+	c := &m.cfg
+	T := len(tokens)
+	sc := &s.sc
+	sc.logits.Resize(T, c.Vocab)
+	if T == 0 {
+		return &sc.logits
+	}
+	if len(sc.w) != c.ValueTotal() {
+		sc.w = make([]float32, c.ValueTotal())
+	}
+	if need := s.pos + 1; len(sc.scores) < need {
+		sc.scores = make([]float32, 2*need)
+	}
+	sc.x.Resize(T, c.Hidden)
+	for t, tok := range tokens {
+		if tok < 0 || tok >= c.Vocab {
+			panic(fmt.Sprintf("model: token %d outside [0, %d)", tok, c.Vocab))
+		}
+		m.embed.Row(tok, sc.x.Row(t))
+	}
+	s.observe("embed", &sc.x)
+	m.rope.fill(sc, s.pos, T)
+	sc.u.Resize(T, c.Hidden)
+	sc.y.Resize(T, c.Hidden)
+	for li := range m.layers {
+		m.layerForward(s, li)
+	}
+	for t := range T {
+		rmsNorm(sc.u.Row(t), sc.x.Row(t), m.norm, c.Eps)
+	}
+	s.observe("final_norm", &sc.u)
+	m.head.Mul(&sc.logits, &sc.u)
+	s.pos += T
+	return &sc.logits
+}
+
+// layerForward is one pre-norm decoder layer (§5):
+// x ← x + Mixer(norm_in(x)); x ← x + MLP(norm_post(x)).
+func (m *Model) layerForward(s *State, li int) {
+	c := &m.cfg
+	sc := &s.sc
+	L := &m.layers[li]
+	T := sc.x.Rows
+	for t := range T {
+		rmsNorm(sc.u.Row(t), sc.x.Row(t), L.inNorm, c.Eps)
+	}
+	if L.kind == Attention {
+		L.attn.forward(m, s, li, &sc.u, &sc.y)
+	} else {
+		L.gdn.forward(m, s, li, &sc.u, &sc.y)
+	}
+	addTo(sc.x.Data, sc.y.Data)
+	for t := range T {
+		rmsNorm(sc.u.Row(t), sc.x.Row(t), L.postNorm, c.Eps)
+	}
+	// SwiGLU MLP (§10): (silu(u·W_gateᵀ) ⊙ (u·W_upᵀ))·W_downᵀ.
+	sc.g.Resize(T, c.Intermediate)
+	sc.up.Resize(T, c.Intermediate)
+	L.gate.Mul(&sc.g, &sc.u)
+	L.up.Mul(&sc.up, &sc.u)
+	for i, g := range sc.g.Data {
+		sc.g.Data[i] = silu(g) * sc.up.Data[i]
+	}
+	L.down.Mul(&sc.y, &sc.g)
+	s.observeLayer(li, "mlp_out", &sc.y)
+	addTo(sc.x.Data, sc.y.Data)
+	if s.Observe != nil {
+		s.Observe("layer_out."+strconv.Itoa(li), &sc.x)
+	}
+}
+
+func addTo(dst, src []float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] += src[i]
+	}
+}
+
+// WeightBytes returns the bytes of weights one decode step reads: every
+// Linear that reports its size (Bytes() int64) plus one embedding row. A
+// tied head counts once per use.
+func (m *Model) WeightBytes() int64 {
+	size := func(l Linear) int64 {
+		if b, ok := l.(interface{ Bytes() int64 }); ok {
+			return b.Bytes()
+		}
+		return 0
+	}
+	n := size(m.head)
+	if vocab, _ := m.embed.Dims(); vocab > 0 {
+		n += size(m.embed) / int64(vocab)
+	}
+	for _, L := range m.layers {
+		for _, l := range []Linear{L.gate, L.up, L.down} {
+			n += size(l)
+		}
+		if L.attn != nil {
+			n += size(L.attn.q) + size(L.attn.k) + size(L.attn.v) + size(L.attn.o)
+		} else {
+			n += size(L.gdn.qkv) + size(L.gdn.z) + size(L.gdn.a) + size(L.gdn.b) + size(L.gdn.out)
+		}
+	}
+	return n
+}

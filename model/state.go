@@ -1,0 +1,191 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"forge/tensor"
+)
+
+// State is one sequence's decoding state (spec §9): per DeltaNet layer the
+// last K−1 raw conv rows and the recurrent state S, per attention layer the
+// KV cache, and the position counter. A State belongs to one Model and one
+// goroutine at a time; the Model itself is shared read-only.
+//
+// Mark and Rewind restore a State exactly (speculative rejection, prompt
+// cache reuse): the KV caches are truncated and the DeltaNet states copied
+// back from the snapshot taken by Mark, so a re-run after Rewind reproduces
+// the same logits bit for bit.
+type State struct {
+	cfg    *Config
+	pos    int
+	layers []layerState
+	marks  []*snapshot // live marks, oldest first
+	free   []*snapshot // recycled snapshots (Mark does not allocate in steady state)
+
+	// Observe, when set, receives intermediate activations by name as the
+	// forward runs (tests and calibration). The matrix is only valid
+	// during the call.
+	Observe func(name string, m *tensor.Matrix)
+
+	sc scratch
+}
+
+type layerState struct {
+	conv []float32 // [K−1][convDim] raw pre-conv rows, oldest first (DeltaNet)
+	rec  []float32 // [Hv][dk][dv] recurrent state S (DeltaNet)
+	k, v []float32 // [pos][Hkv·D] token-major KV cache (attention)
+}
+
+type snapshot struct {
+	pos  int
+	conv [][]float32 // per layer, nil for attention layers
+	rec  [][]float32
+}
+
+// Mark identifies a saved point of a State.
+type Mark struct {
+	pos  int
+	snap *snapshot
+}
+
+// Pos returns the Mark's position (tokens consumed when it was taken).
+func (m Mark) Pos() int { return m.pos }
+
+// NewState returns an empty state (position 0, zero DeltaNet state, empty
+// caches) for sequences run through m.
+func (m *Model) NewState() *State {
+	c := &m.cfg
+	s := &State{cfg: c, layers: make([]layerState, len(c.Layers))}
+	for i, k := range c.Layers {
+		if k == DeltaNet {
+			s.layers[i].conv = make([]float32, (c.ConvKernel-1)*c.ConvDim())
+			s.layers[i].rec = make([]float32, c.ValueHeads*c.KeyDim*c.ValueDim)
+		}
+	}
+	return s
+}
+
+// Pos returns the number of tokens consumed so far (the next token's position).
+func (s *State) Pos() int { return s.pos }
+
+// Reserve grows the KV caches so that n more tokens fit without allocating.
+func (s *State) Reserve(n int) {
+	kv := s.cfg.KVHeads * s.cfg.HeadDim
+	for i, k := range s.cfg.Layers {
+		if k == Attention {
+			ls := &s.layers[i]
+			ls.k = slices.Grow(ls.k, n*kv)
+			ls.v = slices.Grow(ls.v, n*kv)
+		}
+	}
+}
+
+// Mark saves the current state. It copies every DeltaNet layer's conv and
+// recurrent state (the KV caches only need their length). Marks stay valid
+// until a Rewind to an earlier point or Forget.
+func (s *State) Mark() Mark {
+	var sn *snapshot
+	if n := len(s.free); n > 0 {
+		sn, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		sn = &snapshot{conv: make([][]float32, len(s.layers)), rec: make([][]float32, len(s.layers))}
+	}
+	sn.pos = s.pos
+	for i := range s.layers {
+		ls := &s.layers[i]
+		if ls.rec != nil {
+			sn.conv[i] = append(sn.conv[i][:0], ls.conv...)
+			sn.rec[i] = append(sn.rec[i][:0], ls.rec...)
+		}
+	}
+	s.marks = append(s.marks, sn)
+	return Mark{pos: s.pos, snap: sn}
+}
+
+// Rewind restores the state saved by m exactly. Marks taken after m are
+// released. Rewinding to a mark that was released, or that belongs to
+// another State, is a programmer error and panics.
+func (s *State) Rewind(m Mark) {
+	idx := slices.Index(s.marks, m.snap)
+	if idx < 0 || m.snap.pos != m.pos || m.pos > s.pos {
+		panic(fmt.Sprintf("model: Rewind to a stale or foreign mark (pos %d, state at %d)", m.pos, s.pos))
+	}
+	kv := s.cfg.KVHeads * s.cfg.HeadDim
+	for i := range s.layers {
+		ls := &s.layers[i]
+		if ls.rec != nil {
+			copy(ls.conv, m.snap.conv[i])
+			copy(ls.rec, m.snap.rec[i])
+		} else {
+			ls.k = ls.k[:m.pos*kv]
+			ls.v = ls.v[:m.pos*kv]
+		}
+	}
+	s.pos = m.pos
+	for _, later := range s.marks[idx+1:] {
+		s.free = append(s.free, later)
+	}
+	s.marks = s.marks[:idx+1]
+}
+
+// Forget releases m (and nothing else); its snapshot memory is reused by a
+// later Mark. Forgetting a mark that is not live does nothing.
+func (s *State) Forget(m Mark) {
+	if idx := slices.Index(s.marks, m.snap); idx >= 0 {
+		s.marks = slices.Delete(s.marks, idx, idx+1)
+		s.free = append(s.free, m.snap)
+	}
+}
+
+// Reset returns the state to position 0 with zero DeltaNet state and empty
+// caches, releasing all marks.
+func (s *State) Reset() {
+	for i := range s.layers {
+		ls := &s.layers[i]
+		clear(ls.conv)
+		clear(ls.rec)
+		ls.k, ls.v = ls.k[:0], ls.v[:0]
+	}
+	s.pos = 0
+	s.free = append(s.free, s.marks...)
+	s.marks = s.marks[:0]
+}
+
+func (s *State) observe(name string, m *tensor.Matrix) {
+	if s.Observe != nil {
+		s.Observe(name, m)
+	}
+}
+
+// observeLayer reports "layers.<li>.<name>"; the name is only built when an
+// observer is set, so decode steps stay allocation-free.
+func (s *State) observeLayer(li int, name string, m *tensor.Matrix) {
+	if s.Observe != nil {
+		s.Observe("layers."+strconv.Itoa(li)+"."+name, m)
+	}
+}
+
+// DeltaNetState returns views of DeltaNet layer li's conv state [K−1][convDim]
+// and recurrent state [Hv][dk][dv] (nil for an attention layer). Read only.
+func (s *State) DeltaNetState(li int) (conv, rec []float32) {
+	return s.layers[li].conv, s.layers[li].rec
+}
+
+// KVCacheHeads returns a copy of attention layer li's key (or value) cache
+// as [Hkv][pos][D], the layout of the reference's cache.
+func (s *State) KVCacheHeads(li int, keys bool) []float32 {
+	src := s.layers[li].v
+	if keys {
+		src = s.layers[li].k
+	}
+	hkv, D := s.cfg.KVHeads, s.cfg.HeadDim
+	out := make([]float32, len(src))
+	for t := range s.pos {
+		for h := range hkv {
+			copy(out[(h*s.pos+t)*D:(h*s.pos+t+1)*D], src[(t*hkv+h)*D:(t*hkv+h+1)*D])
+		}
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+package tensor
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"forge/internal/membw"
+)
+
+// benchSpan is the total size of the weight copies a benchmark cycles
+// through: well above the 32 MiB L3, so that every Mul reads from DRAM as
+// a decode step does, not from cache.
+const benchSpan = 256 << 20
+
+// readBW is the 2-thread read bandwidth (GB/s) measured once per
+// benchmark run, the ceiling BenchmarkDenseMul's GB/s is compared with: the
+// median of 9 passes over 512 MiB (membw.ReadPass). The median, not
+// membw.Read's best pass, because this machine's bandwidth varies from pass
+// to pass and the Mul benchmarks are averages too.
+var readBW = sync.OnceValue(func() float64 {
+	buf := membw.NewBuffer(512 << 20)
+	membw.ReadPass(buf, 2)
+	rates := make([]float64, 9)
+	for i := range rates {
+		rates[i] = float64(len(buf)*8) / membw.ReadPass(buf, 2).Seconds() / 1e9
+	}
+	slices.Sort(rates)
+	return rates[len(rates)/2]
+})
+
+// BenchmarkDenseMul reports weight bytes per second (MB/s from SetBytes,
+// and GB/s) and that rate as a percentage of the measured 2-thread read
+// bandwidth (%bw). Sub-benchmark names: dtype/outxin/T.
+func BenchmarkDenseMul(b *testing.B) {
+	b.Run("membw-read-2threads", func(b *testing.B) {
+		buf := membw.NewBuffer(512 << 20)
+		b.SetBytes(int64(len(buf)) * 8)
+		for b.Loop() {
+			membw.ReadPass(buf, 2)
+		}
+	})
+	shapes := [][2]int{{2048, 2048}, {6912, 2048}, {2048, 6912}, {4096, 4096}}
+	for _, dt := range []string{"bf16", "f32"} {
+		for _, s := range shapes {
+			for _, T := range []int{1, 8} {
+				name := fmt.Sprintf("%s/%dx%d/T=%d", dt, s[0], s[1], T)
+				b.Run(name, func(b *testing.B) { benchDenseMul(b, dt, s[0], s[1], T) })
+			}
+		}
+	}
+}
+
+func benchDenseMul(b *testing.B, dt string, out, in, T int) {
+	ds := benchDenses(dt, out, in)
+	x := New(T, in)
+	for i := range x.Data {
+		x.Data[i] = float32(i%7) - 3
+	}
+	dst := New(T, out)
+	bw := readBW()
+	b.SetBytes(ds[0].Bytes())
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		ds[i%len(ds)].Mul(dst, x)
+		i++
+	}
+	gbs := float64(ds[0].Bytes()) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+	b.ReportMetric(gbs, "GB/s")
+	b.ReportMetric(100*gbs/bw, "%bw")
+}
+
+// benchDenses returns enough copies of an out×in weight matrix to span
+// benchSpan bytes, filled with small normal values (no zeros or subnormals,
+// which could change the timing).
+func benchDenses(dt string, out, in int) []*Dense {
+	n := out * in
+	var ds []*Dense
+	for size := 0; size < benchSpan; {
+		if dt == "f32" {
+			w := make([]float32, n)
+			for i := range w {
+				w[i] = float32(i%13+1) / 16
+			}
+			ds = append(ds, DenseF32(out, in, w))
+		} else {
+			w := make([]uint16, n)
+			for i := range w {
+				w[i] = F32ToBF16(float32(i%13+1) / 16)
+			}
+			ds = append(ds, DenseBF16(out, in, w))
+		}
+		size += int(ds[len(ds)-1].Bytes())
+	}
+	return ds
+}

@@ -1,0 +1,246 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// mulRef is Dense.Mul's reference twin: the plain triple loop
+// dst[t][o] = Σ_j x[t][j]·W[o][j], accumulated in float64 with W widened
+// through Row. It also returns bound[t][o] = Σ_j |x[t][j]|·|W[o][j]|, the
+// scale that float32 rounding errors are measured against.
+func mulRef(d *Dense, x *Matrix) (dst, bound []float64) {
+	out, in := d.Dims()
+	dst = make([]float64, x.Rows*out)   // [T][out]
+	bound = make([]float64, x.Rows*out) // [T][out]
+	w := make([]float32, in)
+	for o := range out {
+		d.Row(o, w)
+		for t := range x.Rows {
+			var s, b float64
+			for j, xj := range x.Row(t) {
+				s += float64(xj) * float64(w[j])
+				b += math.Abs(float64(xj) * float64(w[j]))
+			}
+			dst[t*out+o], bound[t*out+o] = s, b
+		}
+	}
+	return dst, bound
+}
+
+// denseCase builds a random out×in Dense of the named dtype and a random
+// x [T, in], from seed. The weight slice is padded with NaNs past its end so
+// that a kernel reading beyond a row's last column gives NaN.
+func denseCase(dt string, out, in, T int, seed uint64) (*Dense, *Matrix) {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	x := New(T, in)
+	for i := range x.Data {
+		x.Data[i] = float32(r.NormFloat64())
+	}
+	wf := func() float32 { return float32(r.NormFloat64() * math.Exp(r.NormFloat64())) }
+	if dt == "f32" {
+		w := make([]float32, out*in+64)
+		for i := range w {
+			w[i] = wf()
+		}
+		for i := out * in; i < len(w); i++ {
+			w[i] = float32(math.NaN())
+		}
+		return DenseF32(out, in, w[:out*in]), x
+	}
+	w := make([]uint16, out*in+64)
+	for i := range w {
+		if i >= out*in {
+			w[i] = 0x7fc0 // a NaN both as bf16 and as f16
+		} else if dt == "bf16" {
+			w[i] = F32ToBF16(wf())
+		} else {
+			w[i] = F32ToF16(wf())
+		}
+	}
+	if dt == "bf16" {
+		return DenseBF16(out, in, w[:out*in]), x
+	}
+	return DenseF16(out, in, w[:out*in]), x
+}
+
+// checkMul compares d.Mul with mulRef. Tolerance: a float32 dot product of
+// n terms carries a rounding error bounded by n·ε·Σ|x||w| (ε = 2⁻²⁴) in the
+// worst case and behaving like √n·ε·Σ|x||w| for these random, independent
+// roundings; blocked FMA summation (lanes, tiles) only lowers it. We allow
+// 4·√(n+1)·ε·Σ|x||w|, plus a tiny absolute term for Σ|x||w| = 0. The
+// weights themselves are exact (widening bf16/f16 is exact), so nothing
+// else separates the two results.
+func checkMul(t testing.TB, d *Dense, x *Matrix) {
+	t.Helper()
+	out, in := d.Dims()
+	dst := New(x.Rows, out)
+	for i := range dst.Data {
+		dst.Data[i] = float32(math.NaN()) // Mul must overwrite every element
+	}
+	d.Mul(dst, x)
+	want, bound := mulRef(d, x)
+	const eps = 1.0 / (1 << 24)
+	for i, w := range want {
+		tol := 4*math.Sqrt(float64(in+1))*eps*bound[i] + 1e-30
+		if got := float64(dst.Data[i]); !(math.Abs(got-w) <= tol) {
+			t.Fatalf("%s %dx%d T=%d: dst[%d][%d] = %g, want %g ± %g",
+				kern.name, out, in, x.Rows, i/max(out, 1), i%max(out, 1), got, w, tol)
+		}
+	}
+}
+
+// forEachKernelSet runs fn with each kernel set this build and CPU offer.
+func forEachKernelSet(t *testing.T, fn func(t *testing.T)) {
+	saved := kern
+	defer func() { kern = saved }()
+	for _, ks := range kernelSets() {
+		kern = ks
+		t.Run(ks.name, fn)
+	}
+}
+
+var dtypes = []string{"f32", "bf16", "f16"}
+
+func TestDenseMulShapes(t *testing.T) {
+	cases := []struct {
+		name       string
+		out, in, T int
+	}{
+		{"1x1", 1, 1, 1},
+		{"vector-tail", 5, 17, 3},
+		{"lanes", 8, 64, 4},
+		{"odd", 13, 33, 7},
+		{"parallel", 70, 300, 17},
+		{"tall", 131, 96, 1},
+		{"column-tiles", 9, 4000, 17},
+		{"row-tiles", 6, 45, 70},
+		{"empty-in", 3, 0, 2},
+		{"empty-out", 0, 5, 2},
+		{"empty-T", 4, 5, 0},
+	}
+	forEachKernelSet(t, func(t *testing.T) {
+		for _, c := range cases {
+			for _, dt := range dtypes {
+				d, x := denseCase(dt, c.out, c.in, c.T, 1)
+				checkMul(t, d, x)
+			}
+		}
+	})
+}
+
+func TestDenseMulRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	forEachKernelSet(t, func(t *testing.T) {
+		for i := range 60 {
+			out, in, T := 1+r.IntN(70), 1+r.IntN(300), 1+r.IntN(17)
+			d, x := denseCase(dtypes[i%3], out, in, T, uint64(i))
+			checkMul(t, d, x)
+		}
+	})
+}
+
+func FuzzDenseMul(f *testing.F) {
+	f.Add(uint64(1), uint16(7), uint16(33), uint8(3), uint8(1))
+	f.Add(uint64(2), uint16(64), uint16(256), uint8(17), uint8(0))
+	f.Add(uint64(3), uint16(5), uint16(1000), uint8(1), uint8(2))
+	f.Fuzz(func(t *testing.T, seed uint64, out, in uint16, T, dt uint8) {
+		d, x := denseCase(dtypes[int(dt)%3], int(out)%80, int(in)%700, int(T)%20, seed)
+		checkMul(t, d, x)
+	})
+}
+
+func TestDenseRowBytes(t *testing.T) {
+	for _, dt := range dtypes {
+		d, _ := denseCase(dt, 3, 21, 0, 7)
+		row := make([]float32, 21)
+		d.Row(2, row)
+		for j, v := range row {
+			var want float32
+			switch dt {
+			case "f32":
+				want = d.w32[2*21+j]
+			case "bf16":
+				want = BF16ToF32(d.w16[2*21+j])
+			case "f16":
+				want = F16ToF32(d.w16[2*21+j])
+			}
+			if v != want {
+				t.Errorf("%s: Row(2)[%d] = %v, want %v", dt, j, v, want)
+			}
+		}
+		if want := int64(3 * 21 * map[string]int{"f32": 4, "bf16": 2, "f16": 2}[dt]); d.Bytes() != want {
+			t.Errorf("%s: Bytes = %d, want %d", dt, d.Bytes(), want)
+		}
+	}
+}
+
+func TestDenseMulPanicsOnShape(t *testing.T) {
+	d, x := denseCase("bf16", 4, 8, 2, 1)
+	for name, dst := range map[string]*Matrix{"rows": New(3, 4), "cols": New(2, 5)} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s mismatch: no panic", name)
+				}
+			}()
+			d.Mul(dst, x)
+		}()
+	}
+}
+
+// TestDenseMulNoAlloc checks that decode- and verify-sized calls, split
+// over the pool, allocate nothing.
+func TestDenseMulNoAlloc(t *testing.T) {
+	for _, dt := range dtypes {
+		for _, T := range []int{1, 8, 17} {
+			d, x := denseCase(dt, 512, 1024, T, 1)
+			dst := New(T, 512)
+			d.Mul(dst, x)
+			if a := testing.AllocsPerRun(20, func() { d.Mul(dst, x) }); a != 0 {
+				t.Errorf("%s T=%d: Mul allocates %v times per call", dt, T, a)
+			}
+		}
+	}
+}
+
+// TestDenseMulConcurrent runs one Dense from several goroutines at once
+// (Mul calls that find the pool busy run inline) and checks every result.
+func TestDenseMulConcurrent(t *testing.T) {
+	d, x := denseCase("bf16", 130, 200, 5, 3)
+	want := New(5, 130)
+	d.Mul(want, x)
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			dst := New(5, 130)
+			for range 20 {
+				d.Mul(dst, x)
+				for i := range dst.Data {
+					if dst.Data[i] != want.Data[i] {
+						done <- fmt.Errorf("goroutine %d: dst[%d] = %v, want %v", g, i, dst.Data[i], want.Data[i])
+						return
+					}
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func ExampleDense_Mul() {
+	w := []uint16{F32ToBF16(1), F32ToBF16(2), F32ToBF16(-1), F32ToBF16(0.5)} // [2 out][2 in]
+	d := DenseBF16(2, 2, w)
+	x := FromSlice(1, 2, []float32{3, 4}) // [T=1][in=2]
+	dst := New(1, 2)                      // [T=1][out=2]
+	d.Mul(dst, x)
+	fmt.Println(dst.Data)
+	// Output: [11 -1]
+}

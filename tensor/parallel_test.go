@@ -1,0 +1,87 @@
+package tensor
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestParallelCovers checks that the chunks tile [0,n) exactly once and
+// respect the grain, for small and odd n.
+func TestParallelCovers(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 7, 64, 1001} {
+		for _, grain := range []int{0, 1, 5, 100, 5000} {
+			hits := make([]int32, n)
+			var mu sync.Mutex
+			var chunks int
+			ParallelGrain(n, grain, func(lo, hi int) {
+				mu.Lock()
+				chunks++
+				mu.Unlock()
+				if hi-lo < grain && hi-lo != n {
+					t.Errorf("n=%d grain=%d: chunk [%d,%d) below grain", n, grain, lo, hi)
+				}
+				for i := lo; i < hi; i++ {
+					atomic.AddInt32(&hits[i], 1)
+				}
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("n=%d grain=%d: item %d visited %d times", n, grain, i, h)
+				}
+			}
+			if chunks > runtime.GOMAXPROCS(0) {
+				t.Errorf("n=%d grain=%d: %d chunks > GOMAXPROCS", n, grain, chunks)
+			}
+		}
+	}
+}
+
+// TestParallelNested checks that Parallel called from inside a chunk (and
+// concurrently from many goroutines) completes and covers everything.
+func TestParallelNested(t *testing.T) {
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				Parallel(8, func(lo, hi int) {
+					for range hi - lo {
+						Parallel(10, func(lo, hi int) { total.Add(int64(hi - lo)) })
+					}
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	if got, want := total.Load(), int64(4*50*8*10); got != want {
+		t.Errorf("nested total = %d, want %d", got, want)
+	}
+}
+
+type sumJob struct {
+	data []float32
+	part [64]float32
+	run  func(lo, hi int)
+}
+
+func (j *sumJob) rows(lo, hi int) {
+	var s float32
+	for _, v := range j.data[lo:hi] {
+		s += v
+	}
+	j.part[lo*len(j.part)/len(j.data)] += s
+}
+
+// TestParallelNoAlloc checks the documented zero-allocation pattern.
+func TestParallelNoAlloc(t *testing.T) {
+	j := &sumJob{data: make([]float32, 1<<12)}
+	j.run = j.rows
+	Parallel(len(j.data), j.run) // start the workers
+	if a := testing.AllocsPerRun(100, func() { Parallel(len(j.data), j.run) }); a != 0 {
+		t.Errorf("Parallel allocates %v times per call", a)
+	}
+}

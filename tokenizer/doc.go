@@ -1,0 +1,58 @@
+// Package tokenizer turns text and conversations into exactly the token ids a Hugging Face
+// model was trained on, and ids back into text.
+//
+// It reads a tokenizer directory (Load): tokenizer.json, and when present tokenizer_config.json,
+// chat_template.jinja, additional_chat_templates/*.jinja and generation_config.json.
+//
+// # Encoding
+//
+// Encode follows tokenizers' pipeline (tokenizer/mod.rs, added_vocabulary.rs):
+//
+//	text ─ added tokens with normalized=false, matched in the raw text    (added.go)
+//	     ─ normalizer on the pieces between them: NFC, NFD, NFKC, NFKD   (normalizer.go)
+//	     ─ added tokens with normalized=true, matched in normalized text
+//	     ─ pre-tokenizer: Split steps, then ByteLevel                    (pretokenizer.go, pattern.go)
+//	     ─ byte-level BPE on each word, with a word cache                (bpe.go)
+//
+// Added tokens, special or not, are found leftmost-longest and honour single_word, lstrip and
+// rstrip with Unicode \w and \s as tokenizers does. The Split patterns of Qwen2/Qwen3, Llama 3
+// and GPT-2 use a `\s+(?!\S)` lookahead that Go's RE2 lacks; hand-written matchers
+// (pattern.go) reproduce Oniguruma's backtracking choices and Unicode classes (\p{L}, \p{N}, \s
+// = White_Space), checked against a Go-regexp twin. Other Split regexes run on Go's regexp after
+// \s, \d and \w are rewritten to their Unicode meaning; a pattern RE2 cannot compile is refused
+// with an error naming it. Split behaviors Isolated, Removed, MergedWithPrevious, MergedWithNext
+// and Contiguous, invert, and ByteLevel's add_prefix_space and use_regex are supported.
+//
+// The BPE model (bpe.go) maps each byte of a word to its token in GPT-2's byte alphabet
+// (bytelevel.go) and merges pairs by rank, looked up in a map keyed by the pair of ids; short
+// words merge by scanning, long ones with a priority queue (the two are twins under test).
+// byte_fallback, unk_token, fuse_unk and ignore_merges behave as in tokenizers; merges may be
+// written as "a b" strings or [a, b] pairs.
+//
+// Anything else in tokenizer.json (other model types, normalizers, pre-tokenizers,
+// post-processors or decoders, BPE dropout or subword prefixes, truncation, padding) is refused
+// by Parse with an error wrapping ErrUnsupported that names the feature.
+//
+// # Decoding
+//
+// Decode concatenates each token's bytes (the ByteLevel decoder) and replaces ill-formed UTF-8
+// as Rust's from_utf8_lossy does. A Stream decodes one id at a time and returns only complete
+// characters, for token-by-token output.
+//
+// # Chat templates
+//
+// Chat renders a conversation as transformers' apply_chat_template does, with
+// github.com/ardanlabs/jinja (which applies transformers' trim_blocks/lstrip_blocks and provides
+// raise_exception, strftime_now and a key-order-preserving tojson). Messages, tools and kwargs
+// are decoded from JSON into ordered template values (jsonvalue.go), so tool schemas and
+// arguments print in their given key order; tool-call arguments reach the template as given,
+// object or JSON string.
+//
+// With ChatOptions.ParseArguments, tool-call arguments sent as JSON strings (OpenAI style) are
+// decoded first, as vLLM does, for templates such as Qwen3.5's that iterate over them.
+//
+// Known differences of the jinja package from Python's Jinja2 (chat_test.go lists those the
+// goldens meet): None prints as "" rather than "None" (Qwen3.5 prints null tool arguments so);
+// string + list concatenates where Python raises; inside tojson, floats print in Go's shortest
+// form (1.0 as 1, 1e6 as 1e+06), U+2028/U+2029 are escaped, and tojson with indent sorts keys.
+package tokenizer
