@@ -86,10 +86,12 @@ func (d *Dense) Row(o int, dst []float32) {
 }
 
 // Mul sets dst[t][o] = Σ_j x[t][j]·W[o][j] for x [T, in] and dst [T, out],
-// accumulating in float32. The output rows are split over the worker pool
-// (Parallel); each weight row is read from memory once per call for up to
-// tileT rows of x, so a T = 8 call costs far less than eight T = 1 calls.
-// It does not allocate. Mul panics if the shapes do not match.
+// accumulating in float32 (summation order differs from a plain loop, so
+// results agree with it to float32 rounding, not bit for bit). The output
+// rows are split over the worker pool (Parallel); each weight row is read
+// from memory once per call for up to tileT (64) rows of x, so a T = 8 call
+// costs far less than eight T = 1 calls. Mul does not allocate (after
+// warm-up). dst must not overlap x. Mul panics if the shapes do not match.
 func (d *Dense) Mul(dst, x *Matrix) {
 	if x.Cols != d.in || dst.Rows != x.Rows || dst.Cols != d.out {
 		panic(fmt.Sprintf("tensor.Dense.Mul: W %dx%d, x %dx%d, dst %dx%d",

@@ -14,8 +14,8 @@ import (
 // avx2Kernels is the kernel set for CPUs with AVX2 and FMA.
 var avx2Kernels = kernelSet{
 	name: "avx2",
-	f32:  kernels[float32]{dot1x1F32x8, dot1x4F32x8, dot8x1F32x8, dot2x4F32x8},
-	bf16: kernels[uint16]{dot1x1BF16x8, dot1x4BF16x8, dot8x1BF16x8, dot2x4BF16x8},
+	f32:  kernels[float32]{dot1x1F32x8, dot8x1F32x8, dot4x2F32x8},
+	bf16: kernels[uint16]{dot1x1BF16x8, dot8x1BF16x8, dot4x2BF16x8},
 }
 
 // ldXx8 loads the 8 float32 at p[j…j+7] (x rows).
@@ -85,39 +85,11 @@ func dot1x1F32x8(w []float32, x []float32) float32 {
 	return hsumx8(a0.Add(a1))
 }
 
-// dot1x4F32x8 is kernels.d1x4 for float32 weights: one weight vector, four
-// x rows, four accumulators.
-func dot1x4F32x8(w []float32, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
-	n := len(x0)
-	w, x1, x2, x3 = w[:n], x1[:n], x2[:n], x3[:n]
-	var a0, a1, a2, a3 archsimd.Float32x8
-	m := n &^ 7
-	if m < n {
-		v := ldF32x8Part(w[m:])
-		a0 = ldXx8Part(x0[m:]).MulAdd(v, a0)
-		a1 = ldXx8Part(x1[m:]).MulAdd(v, a1)
-		a2 = ldXx8Part(x2[m:]).MulAdd(v, a2)
-		a3 = ldXx8Part(x3[m:]).MulAdd(v, a3)
-	}
-	if m > 0 {
-		pw := unsafe.Pointer(&w[0])
-		p0, p1, p2, p3 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0]), unsafe.Pointer(&x2[0]), unsafe.Pointer(&x3[0])
-		for j := 0; j < m; j += 8 {
-			v := ldF32x8(pw, j)
-			a0 = ldXx8(p0, j).MulAdd(v, a0)
-			a1 = ldXx8(p1, j).MulAdd(v, a1)
-			a2 = ldXx8(p2, j).MulAdd(v, a2)
-			a3 = ldXx8(p3, j).MulAdd(v, a3)
-		}
-	}
-	return hsumx8(a0), hsumx8(a1), hsumx8(a2), hsumx8(a3)
-}
-
 // dot8x1F32x8 is kernels.d8x1 for float32 weights: eight weight rows (eight
 // memory streams, which DRAM serves faster than four), one x row (the T = 1
 // decode kernel), eight accumulators. Go's scheduler hoists all eight
-// weight loads, so one or two vectors spill to the stack; the kernel is
-// memory bound and the extra L1 traffic does not show.
+// weight loads, so a few vectors spill to the stack; the kernel is memory
+// bound and the extra L1 traffic does not show.
 func dot8x1F32x8(w []float32, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6, s7 float32) {
 	n := len(x)
 	w = w[:7*ldw+n]
@@ -153,43 +125,44 @@ func dot8x1F32x8(w []float32, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6,
 		hsumx8(a4), hsumx8(a5), hsumx8(a6), hsumx8(a7)
 }
 
-// dot2x4F32x8 is kernels.d2x4 for float32 weights: two weight rows × four x
-// rows in eight accumulators; with the two weight vectors, one x vector
-// and its copy (an FMA overwrites its receiver) that is twelve live vector
-// registers.
-func dot2x4F32x8(w0, w1 []float32, x0, x1, x2, x3 []float32) (s00, s01, s02, s03, s10, s11, s12, s13 float32) {
+// dot4x2F32x8 is kernels.d4x2 for float32 weights: four weight rows (four
+// memory streams) × two x rows in eight accumulators; with the two x
+// vectors, one weight vector and its copy (an FMA overwrites its receiver)
+// that is twelve live vector registers.
+func dot4x2F32x8(w []float32, ldw int, x0, x1 []float32) (s00, s01, s10, s11, s20, s21, s30, s31 float32) {
 	n := len(x0)
-	w0, w1, x1, x2, x3 = w0[:n], w1[:n], x1[:n], x2[:n], x3[:n]
-	var a0, a1, a2, a3, c0, c1, c2, c3 archsimd.Float32x8
+	w, x1 = w[:3*ldw+n], x1[:n]
+	var a0, a1, b0, b1, c0, c1, d0, d1 archsimd.Float32x8
 	m := n &^ 7
 	if m < n {
-		u, v := ldF32x8Part(w0[m:]), ldF32x8Part(w1[m:])
-		x := ldXx8Part(x0[m:])
-		a0, c0 = x.MulAdd(u, a0), x.MulAdd(v, c0)
-		x = ldXx8Part(x1[m:])
-		a1, c1 = x.MulAdd(u, a1), x.MulAdd(v, c1)
-		x = ldXx8Part(x2[m:])
-		a2, c2 = x.MulAdd(u, a2), x.MulAdd(v, c2)
-		x = ldXx8Part(x3[m:])
-		a3, c3 = x.MulAdd(u, a3), x.MulAdd(v, c3)
+		y0, y1 := ldXx8Part(x0[m:]), ldXx8Part(x1[m:])
+		r := func(i int) []float32 { return w[i*ldw+m : i*ldw+n] }
+		u := ldF32x8Part(r(0))
+		a0, a1 = u.MulAdd(y0, a0), u.MulAdd(y1, a1)
+		u = ldF32x8Part(r(1))
+		b0, b1 = u.MulAdd(y0, b0), u.MulAdd(y1, b1)
+		u = ldF32x8Part(r(2))
+		c0, c1 = u.MulAdd(y0, c0), u.MulAdd(y1, c1)
+		u = ldF32x8Part(r(3))
+		d0, d1 = u.MulAdd(y0, d0), u.MulAdd(y1, d1)
 	}
 	if m > 0 {
-		pu, pv := unsafe.Pointer(&w0[0]), unsafe.Pointer(&w1[0])
-		p0, p1, p2, p3 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0]), unsafe.Pointer(&x2[0]), unsafe.Pointer(&x3[0])
+		p, l := unsafe.Pointer(&w[0]), ldw*4
+		q0, q1 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0])
 		for j := 0; j < m; j += 8 {
-			u, v := ldF32x8(pu, j), ldF32x8(pv, j)
-			x := ldXx8(p0, j)
-			a0, c0 = x.MulAdd(u, a0), x.MulAdd(v, c0)
-			x = ldXx8(p1, j)
-			a1, c1 = x.MulAdd(u, a1), x.MulAdd(v, c1)
-			x = ldXx8(p2, j)
-			a2, c2 = x.MulAdd(u, a2), x.MulAdd(v, c2)
-			x = ldXx8(p3, j)
-			a3, c3 = x.MulAdd(u, a3), x.MulAdd(v, c3)
+			y0, y1 := ldXx8(q0, j), ldXx8(q1, j)
+			u := ldF32x8(p, j)
+			a0, a1 = u.MulAdd(y0, a0), u.MulAdd(y1, a1)
+			u = ldF32x8(unsafe.Add(p, l), j)
+			b0, b1 = u.MulAdd(y0, b0), u.MulAdd(y1, b1)
+			u = ldF32x8(unsafe.Add(p, 2*l), j)
+			c0, c1 = u.MulAdd(y0, c0), u.MulAdd(y1, c1)
+			u = ldF32x8(unsafe.Add(p, 3*l), j)
+			d0, d1 = u.MulAdd(y0, d0), u.MulAdd(y1, d1)
 		}
 	}
-	return hsumx8(a0), hsumx8(a1), hsumx8(a2), hsumx8(a3),
-		hsumx8(c0), hsumx8(c1), hsumx8(c2), hsumx8(c3)
+	return hsumx8(a0), hsumx8(a1), hsumx8(b0), hsumx8(b1),
+		hsumx8(c0), hsumx8(c1), hsumx8(d0), hsumx8(d1)
 }
 
 // dot1x1BF16x8 is kernels.d1x1 for bfloat16 weights, 8 lanes, two
@@ -217,39 +190,11 @@ func dot1x1BF16x8(w []uint16, x []float32) float32 {
 	return hsumx8(a0.Add(a1))
 }
 
-// dot1x4BF16x8 is kernels.d1x4 for bfloat16 weights: one weight vector, four
-// x rows, four accumulators.
-func dot1x4BF16x8(w []uint16, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
-	n := len(x0)
-	w, x1, x2, x3 = w[:n], x1[:n], x2[:n], x3[:n]
-	var a0, a1, a2, a3 archsimd.Float32x8
-	m := n &^ 7
-	if m < n {
-		v := ldBF16x8Part(w[m:])
-		a0 = ldXx8Part(x0[m:]).MulAdd(v, a0)
-		a1 = ldXx8Part(x1[m:]).MulAdd(v, a1)
-		a2 = ldXx8Part(x2[m:]).MulAdd(v, a2)
-		a3 = ldXx8Part(x3[m:]).MulAdd(v, a3)
-	}
-	if m > 0 {
-		pw := unsafe.Pointer(&w[0])
-		p0, p1, p2, p3 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0]), unsafe.Pointer(&x2[0]), unsafe.Pointer(&x3[0])
-		for j := 0; j < m; j += 8 {
-			v := ldBF16x8(pw, j)
-			a0 = ldXx8(p0, j).MulAdd(v, a0)
-			a1 = ldXx8(p1, j).MulAdd(v, a1)
-			a2 = ldXx8(p2, j).MulAdd(v, a2)
-			a3 = ldXx8(p3, j).MulAdd(v, a3)
-		}
-	}
-	return hsumx8(a0), hsumx8(a1), hsumx8(a2), hsumx8(a3)
-}
-
 // dot8x1BF16x8 is kernels.d8x1 for bfloat16 weights: eight weight rows (eight
 // memory streams, which DRAM serves faster than four), one x row (the T = 1
 // decode kernel), eight accumulators. Go's scheduler hoists all eight
-// weight loads, so one or two vectors spill to the stack; the kernel is
-// memory bound and the extra L1 traffic does not show.
+// weight loads, so a few vectors spill to the stack; the kernel is memory
+// bound and the extra L1 traffic does not show.
 func dot8x1BF16x8(w []uint16, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6, s7 float32) {
 	n := len(x)
 	w = w[:7*ldw+n]
@@ -285,41 +230,42 @@ func dot8x1BF16x8(w []uint16, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6,
 		hsumx8(a4), hsumx8(a5), hsumx8(a6), hsumx8(a7)
 }
 
-// dot2x4BF16x8 is kernels.d2x4 for bfloat16 weights: two weight rows × four x
-// rows in eight accumulators; with the two weight vectors, one x vector
-// and its copy (an FMA overwrites its receiver) that is twelve live vector
-// registers.
-func dot2x4BF16x8(w0, w1 []uint16, x0, x1, x2, x3 []float32) (s00, s01, s02, s03, s10, s11, s12, s13 float32) {
+// dot4x2BF16x8 is kernels.d4x2 for bfloat16 weights: four weight rows (four
+// memory streams) × two x rows in eight accumulators; with the two x
+// vectors, one weight vector and its copy (an FMA overwrites its receiver)
+// that is twelve live vector registers.
+func dot4x2BF16x8(w []uint16, ldw int, x0, x1 []float32) (s00, s01, s10, s11, s20, s21, s30, s31 float32) {
 	n := len(x0)
-	w0, w1, x1, x2, x3 = w0[:n], w1[:n], x1[:n], x2[:n], x3[:n]
-	var a0, a1, a2, a3, c0, c1, c2, c3 archsimd.Float32x8
+	w, x1 = w[:3*ldw+n], x1[:n]
+	var a0, a1, b0, b1, c0, c1, d0, d1 archsimd.Float32x8
 	m := n &^ 7
 	if m < n {
-		u, v := ldBF16x8Part(w0[m:]), ldBF16x8Part(w1[m:])
-		x := ldXx8Part(x0[m:])
-		a0, c0 = x.MulAdd(u, a0), x.MulAdd(v, c0)
-		x = ldXx8Part(x1[m:])
-		a1, c1 = x.MulAdd(u, a1), x.MulAdd(v, c1)
-		x = ldXx8Part(x2[m:])
-		a2, c2 = x.MulAdd(u, a2), x.MulAdd(v, c2)
-		x = ldXx8Part(x3[m:])
-		a3, c3 = x.MulAdd(u, a3), x.MulAdd(v, c3)
+		y0, y1 := ldXx8Part(x0[m:]), ldXx8Part(x1[m:])
+		r := func(i int) []uint16 { return w[i*ldw+m : i*ldw+n] }
+		u := ldBF16x8Part(r(0))
+		a0, a1 = u.MulAdd(y0, a0), u.MulAdd(y1, a1)
+		u = ldBF16x8Part(r(1))
+		b0, b1 = u.MulAdd(y0, b0), u.MulAdd(y1, b1)
+		u = ldBF16x8Part(r(2))
+		c0, c1 = u.MulAdd(y0, c0), u.MulAdd(y1, c1)
+		u = ldBF16x8Part(r(3))
+		d0, d1 = u.MulAdd(y0, d0), u.MulAdd(y1, d1)
 	}
 	if m > 0 {
-		pu, pv := unsafe.Pointer(&w0[0]), unsafe.Pointer(&w1[0])
-		p0, p1, p2, p3 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0]), unsafe.Pointer(&x2[0]), unsafe.Pointer(&x3[0])
+		p, l := unsafe.Pointer(&w[0]), ldw*2
+		q0, q1 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0])
 		for j := 0; j < m; j += 8 {
-			u, v := ldBF16x8(pu, j), ldBF16x8(pv, j)
-			x := ldXx8(p0, j)
-			a0, c0 = x.MulAdd(u, a0), x.MulAdd(v, c0)
-			x = ldXx8(p1, j)
-			a1, c1 = x.MulAdd(u, a1), x.MulAdd(v, c1)
-			x = ldXx8(p2, j)
-			a2, c2 = x.MulAdd(u, a2), x.MulAdd(v, c2)
-			x = ldXx8(p3, j)
-			a3, c3 = x.MulAdd(u, a3), x.MulAdd(v, c3)
+			y0, y1 := ldXx8(q0, j), ldXx8(q1, j)
+			u := ldBF16x8(p, j)
+			a0, a1 = u.MulAdd(y0, a0), u.MulAdd(y1, a1)
+			u = ldBF16x8(unsafe.Add(p, l), j)
+			b0, b1 = u.MulAdd(y0, b0), u.MulAdd(y1, b1)
+			u = ldBF16x8(unsafe.Add(p, 2*l), j)
+			c0, c1 = u.MulAdd(y0, c0), u.MulAdd(y1, c1)
+			u = ldBF16x8(unsafe.Add(p, 3*l), j)
+			d0, d1 = u.MulAdd(y0, d0), u.MulAdd(y1, d1)
 		}
 	}
-	return hsumx8(a0), hsumx8(a1), hsumx8(a2), hsumx8(a3),
-		hsumx8(c0), hsumx8(c1), hsumx8(c2), hsumx8(c3)
+	return hsumx8(a0), hsumx8(a1), hsumx8(b0), hsumx8(b1),
+		hsumx8(c0), hsumx8(c1), hsumx8(d0), hsumx8(d1)
 }

@@ -11,17 +11,18 @@ import (
 // float32 accumulation.
 //
 // The main loops load through unsafe pointers at element j so that each
-// load is one instruction with no bounds check; they are in bounds because
-// every slice is first re-sliced to n = len(x) (which panics otherwise) and
-// the loops run while j+16 ≤ n. The column tail (n mod 16) is one extra
+// load is one instruction with no bounds check. They stay in bounds because
+// every slice is first re-sliced to what the loop reads (x rows to n =
+// len(x), the weights of an R-row kernel to ·ldw + n), which panics
+// if it is too short, and the loops run while j+16 ≤ n. The column tail (n mod 16) is one extra
 // step with zero-filled partial loads of both operands, so nothing past the
 // end of a weight row (the next row, or NaN) is ever read.
 
 // avx512Kernels is the kernel set for CPUs with AVX-512 F/BW/DQ/VL.
 var avx512Kernels = kernelSet{
 	name: "avx512",
-	f32:  kernels[float32]{dot1x1F32x16, dot1x4F32x16, dot8x1F32x16, dot2x4F32x16},
-	bf16: kernels[uint16]{dot1x1BF16x16, dot1x4BF16x16, dot8x1BF16x16, dot2x4BF16x16},
+	f32:  kernels[float32]{dot1x1F32x16, dot8x1F32x16, dot4x2F32x16},
+	bf16: kernels[uint16]{dot1x1BF16x16, dot8x1BF16x16, dot4x2BF16x16},
 }
 
 // ldXx16 loads the 16 float32 at p[j…j+15] (x rows).
@@ -93,39 +94,11 @@ func dot1x1F32x16(w []float32, x []float32) float32 {
 	return hsumx16(a0.Add(a1))
 }
 
-// dot1x4F32x16 is kernels.d1x4 for float32 weights: one weight vector, four
-// x rows, four accumulators.
-func dot1x4F32x16(w []float32, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
-	n := len(x0)
-	w, x1, x2, x3 = w[:n], x1[:n], x2[:n], x3[:n]
-	var a0, a1, a2, a3 archsimd.Float32x16
-	m := n &^ 15
-	if m < n {
-		v := ldF32x16Part(w[m:])
-		a0 = ldXx16Part(x0[m:]).MulAdd(v, a0)
-		a1 = ldXx16Part(x1[m:]).MulAdd(v, a1)
-		a2 = ldXx16Part(x2[m:]).MulAdd(v, a2)
-		a3 = ldXx16Part(x3[m:]).MulAdd(v, a3)
-	}
-	if m > 0 {
-		pw := unsafe.Pointer(&w[0])
-		p0, p1, p2, p3 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0]), unsafe.Pointer(&x2[0]), unsafe.Pointer(&x3[0])
-		for j := 0; j < m; j += 16 {
-			v := ldF32x16(pw, j)
-			a0 = ldXx16(p0, j).MulAdd(v, a0)
-			a1 = ldXx16(p1, j).MulAdd(v, a1)
-			a2 = ldXx16(p2, j).MulAdd(v, a2)
-			a3 = ldXx16(p3, j).MulAdd(v, a3)
-		}
-	}
-	return hsumx16(a0), hsumx16(a1), hsumx16(a2), hsumx16(a3)
-}
-
 // dot8x1F32x16 is kernels.d8x1 for float32 weights: eight weight rows (eight
 // memory streams, which DRAM serves faster than four), one x row (the T = 1
 // decode kernel), eight accumulators. Go's scheduler hoists all eight
-// weight loads, so one or two vectors spill to the stack; the kernel is
-// memory bound and the extra L1 traffic does not show.
+// weight loads, so a few vectors spill to the stack; the kernel is memory
+// bound and the extra L1 traffic does not show.
 func dot8x1F32x16(w []float32, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6, s7 float32) {
 	n := len(x)
 	w = w[:7*ldw+n]
@@ -161,43 +134,44 @@ func dot8x1F32x16(w []float32, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6
 		hsumx16(a4), hsumx16(a5), hsumx16(a6), hsumx16(a7)
 }
 
-// dot2x4F32x16 is kernels.d2x4 for float32 weights: two weight rows × four x
-// rows in eight accumulators; with the two weight vectors, one x vector
-// and its copy (an FMA overwrites its receiver) that is twelve live vector
-// registers.
-func dot2x4F32x16(w0, w1 []float32, x0, x1, x2, x3 []float32) (s00, s01, s02, s03, s10, s11, s12, s13 float32) {
+// dot4x2F32x16 is kernels.d4x2 for float32 weights: four weight rows (four
+// memory streams) × two x rows in eight accumulators; with the two x
+// vectors, one weight vector and its copy (an FMA overwrites its receiver)
+// that is twelve live vector registers.
+func dot4x2F32x16(w []float32, ldw int, x0, x1 []float32) (s00, s01, s10, s11, s20, s21, s30, s31 float32) {
 	n := len(x0)
-	w0, w1, x1, x2, x3 = w0[:n], w1[:n], x1[:n], x2[:n], x3[:n]
-	var a0, a1, a2, a3, c0, c1, c2, c3 archsimd.Float32x16
+	w, x1 = w[:3*ldw+n], x1[:n]
+	var a0, a1, b0, b1, c0, c1, d0, d1 archsimd.Float32x16
 	m := n &^ 15
 	if m < n {
-		u, v := ldF32x16Part(w0[m:]), ldF32x16Part(w1[m:])
-		x := ldXx16Part(x0[m:])
-		a0, c0 = x.MulAdd(u, a0), x.MulAdd(v, c0)
-		x = ldXx16Part(x1[m:])
-		a1, c1 = x.MulAdd(u, a1), x.MulAdd(v, c1)
-		x = ldXx16Part(x2[m:])
-		a2, c2 = x.MulAdd(u, a2), x.MulAdd(v, c2)
-		x = ldXx16Part(x3[m:])
-		a3, c3 = x.MulAdd(u, a3), x.MulAdd(v, c3)
+		y0, y1 := ldXx16Part(x0[m:]), ldXx16Part(x1[m:])
+		r := func(i int) []float32 { return w[i*ldw+m : i*ldw+n] }
+		u := ldF32x16Part(r(0))
+		a0, a1 = u.MulAdd(y0, a0), u.MulAdd(y1, a1)
+		u = ldF32x16Part(r(1))
+		b0, b1 = u.MulAdd(y0, b0), u.MulAdd(y1, b1)
+		u = ldF32x16Part(r(2))
+		c0, c1 = u.MulAdd(y0, c0), u.MulAdd(y1, c1)
+		u = ldF32x16Part(r(3))
+		d0, d1 = u.MulAdd(y0, d0), u.MulAdd(y1, d1)
 	}
 	if m > 0 {
-		pu, pv := unsafe.Pointer(&w0[0]), unsafe.Pointer(&w1[0])
-		p0, p1, p2, p3 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0]), unsafe.Pointer(&x2[0]), unsafe.Pointer(&x3[0])
+		p, l := unsafe.Pointer(&w[0]), ldw*4
+		q0, q1 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0])
 		for j := 0; j < m; j += 16 {
-			u, v := ldF32x16(pu, j), ldF32x16(pv, j)
-			x := ldXx16(p0, j)
-			a0, c0 = x.MulAdd(u, a0), x.MulAdd(v, c0)
-			x = ldXx16(p1, j)
-			a1, c1 = x.MulAdd(u, a1), x.MulAdd(v, c1)
-			x = ldXx16(p2, j)
-			a2, c2 = x.MulAdd(u, a2), x.MulAdd(v, c2)
-			x = ldXx16(p3, j)
-			a3, c3 = x.MulAdd(u, a3), x.MulAdd(v, c3)
+			y0, y1 := ldXx16(q0, j), ldXx16(q1, j)
+			u := ldF32x16(p, j)
+			a0, a1 = u.MulAdd(y0, a0), u.MulAdd(y1, a1)
+			u = ldF32x16(unsafe.Add(p, l), j)
+			b0, b1 = u.MulAdd(y0, b0), u.MulAdd(y1, b1)
+			u = ldF32x16(unsafe.Add(p, 2*l), j)
+			c0, c1 = u.MulAdd(y0, c0), u.MulAdd(y1, c1)
+			u = ldF32x16(unsafe.Add(p, 3*l), j)
+			d0, d1 = u.MulAdd(y0, d0), u.MulAdd(y1, d1)
 		}
 	}
-	return hsumx16(a0), hsumx16(a1), hsumx16(a2), hsumx16(a3),
-		hsumx16(c0), hsumx16(c1), hsumx16(c2), hsumx16(c3)
+	return hsumx16(a0), hsumx16(a1), hsumx16(b0), hsumx16(b1),
+		hsumx16(c0), hsumx16(c1), hsumx16(d0), hsumx16(d1)
 }
 
 // dot1x1BF16x16 is kernels.d1x1 for bfloat16 weights, 16 lanes, two
@@ -225,39 +199,11 @@ func dot1x1BF16x16(w []uint16, x []float32) float32 {
 	return hsumx16(a0.Add(a1))
 }
 
-// dot1x4BF16x16 is kernels.d1x4 for bfloat16 weights: one weight vector, four
-// x rows, four accumulators.
-func dot1x4BF16x16(w []uint16, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
-	n := len(x0)
-	w, x1, x2, x3 = w[:n], x1[:n], x2[:n], x3[:n]
-	var a0, a1, a2, a3 archsimd.Float32x16
-	m := n &^ 15
-	if m < n {
-		v := ldBF16x16Part(w[m:])
-		a0 = ldXx16Part(x0[m:]).MulAdd(v, a0)
-		a1 = ldXx16Part(x1[m:]).MulAdd(v, a1)
-		a2 = ldXx16Part(x2[m:]).MulAdd(v, a2)
-		a3 = ldXx16Part(x3[m:]).MulAdd(v, a3)
-	}
-	if m > 0 {
-		pw := unsafe.Pointer(&w[0])
-		p0, p1, p2, p3 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0]), unsafe.Pointer(&x2[0]), unsafe.Pointer(&x3[0])
-		for j := 0; j < m; j += 16 {
-			v := ldBF16x16(pw, j)
-			a0 = ldXx16(p0, j).MulAdd(v, a0)
-			a1 = ldXx16(p1, j).MulAdd(v, a1)
-			a2 = ldXx16(p2, j).MulAdd(v, a2)
-			a3 = ldXx16(p3, j).MulAdd(v, a3)
-		}
-	}
-	return hsumx16(a0), hsumx16(a1), hsumx16(a2), hsumx16(a3)
-}
-
 // dot8x1BF16x16 is kernels.d8x1 for bfloat16 weights: eight weight rows (eight
 // memory streams, which DRAM serves faster than four), one x row (the T = 1
 // decode kernel), eight accumulators. Go's scheduler hoists all eight
-// weight loads, so one or two vectors spill to the stack; the kernel is
-// memory bound and the extra L1 traffic does not show.
+// weight loads, so a few vectors spill to the stack; the kernel is memory
+// bound and the extra L1 traffic does not show.
 func dot8x1BF16x16(w []uint16, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6, s7 float32) {
 	n := len(x)
 	w = w[:7*ldw+n]
@@ -293,41 +239,42 @@ func dot8x1BF16x16(w []uint16, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6
 		hsumx16(a4), hsumx16(a5), hsumx16(a6), hsumx16(a7)
 }
 
-// dot2x4BF16x16 is kernels.d2x4 for bfloat16 weights: two weight rows × four x
-// rows in eight accumulators; with the two weight vectors, one x vector
-// and its copy (an FMA overwrites its receiver) that is twelve live vector
-// registers.
-func dot2x4BF16x16(w0, w1 []uint16, x0, x1, x2, x3 []float32) (s00, s01, s02, s03, s10, s11, s12, s13 float32) {
+// dot4x2BF16x16 is kernels.d4x2 for bfloat16 weights: four weight rows (four
+// memory streams) × two x rows in eight accumulators; with the two x
+// vectors, one weight vector and its copy (an FMA overwrites its receiver)
+// that is twelve live vector registers.
+func dot4x2BF16x16(w []uint16, ldw int, x0, x1 []float32) (s00, s01, s10, s11, s20, s21, s30, s31 float32) {
 	n := len(x0)
-	w0, w1, x1, x2, x3 = w0[:n], w1[:n], x1[:n], x2[:n], x3[:n]
-	var a0, a1, a2, a3, c0, c1, c2, c3 archsimd.Float32x16
+	w, x1 = w[:3*ldw+n], x1[:n]
+	var a0, a1, b0, b1, c0, c1, d0, d1 archsimd.Float32x16
 	m := n &^ 15
 	if m < n {
-		u, v := ldBF16x16Part(w0[m:]), ldBF16x16Part(w1[m:])
-		x := ldXx16Part(x0[m:])
-		a0, c0 = x.MulAdd(u, a0), x.MulAdd(v, c0)
-		x = ldXx16Part(x1[m:])
-		a1, c1 = x.MulAdd(u, a1), x.MulAdd(v, c1)
-		x = ldXx16Part(x2[m:])
-		a2, c2 = x.MulAdd(u, a2), x.MulAdd(v, c2)
-		x = ldXx16Part(x3[m:])
-		a3, c3 = x.MulAdd(u, a3), x.MulAdd(v, c3)
+		y0, y1 := ldXx16Part(x0[m:]), ldXx16Part(x1[m:])
+		r := func(i int) []uint16 { return w[i*ldw+m : i*ldw+n] }
+		u := ldBF16x16Part(r(0))
+		a0, a1 = u.MulAdd(y0, a0), u.MulAdd(y1, a1)
+		u = ldBF16x16Part(r(1))
+		b0, b1 = u.MulAdd(y0, b0), u.MulAdd(y1, b1)
+		u = ldBF16x16Part(r(2))
+		c0, c1 = u.MulAdd(y0, c0), u.MulAdd(y1, c1)
+		u = ldBF16x16Part(r(3))
+		d0, d1 = u.MulAdd(y0, d0), u.MulAdd(y1, d1)
 	}
 	if m > 0 {
-		pu, pv := unsafe.Pointer(&w0[0]), unsafe.Pointer(&w1[0])
-		p0, p1, p2, p3 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0]), unsafe.Pointer(&x2[0]), unsafe.Pointer(&x3[0])
+		p, l := unsafe.Pointer(&w[0]), ldw*2
+		q0, q1 := unsafe.Pointer(&x0[0]), unsafe.Pointer(&x1[0])
 		for j := 0; j < m; j += 16 {
-			u, v := ldBF16x16(pu, j), ldBF16x16(pv, j)
-			x := ldXx16(p0, j)
-			a0, c0 = x.MulAdd(u, a0), x.MulAdd(v, c0)
-			x = ldXx16(p1, j)
-			a1, c1 = x.MulAdd(u, a1), x.MulAdd(v, c1)
-			x = ldXx16(p2, j)
-			a2, c2 = x.MulAdd(u, a2), x.MulAdd(v, c2)
-			x = ldXx16(p3, j)
-			a3, c3 = x.MulAdd(u, a3), x.MulAdd(v, c3)
+			y0, y1 := ldXx16(q0, j), ldXx16(q1, j)
+			u := ldBF16x16(p, j)
+			a0, a1 = u.MulAdd(y0, a0), u.MulAdd(y1, a1)
+			u = ldBF16x16(unsafe.Add(p, l), j)
+			b0, b1 = u.MulAdd(y0, b0), u.MulAdd(y1, b1)
+			u = ldBF16x16(unsafe.Add(p, 2*l), j)
+			c0, c1 = u.MulAdd(y0, c0), u.MulAdd(y1, c1)
+			u = ldBF16x16(unsafe.Add(p, 3*l), j)
+			d0, d1 = u.MulAdd(y0, d0), u.MulAdd(y1, d1)
 		}
 	}
-	return hsumx16(a0), hsumx16(a1), hsumx16(a2), hsumx16(a3),
-		hsumx16(c0), hsumx16(c1), hsumx16(c2), hsumx16(c3)
+	return hsumx16(a0), hsumx16(a1), hsumx16(b0), hsumx16(b1),
+		hsumx16(c0), hsumx16(c1), hsumx16(d0), hsumx16(d1)
 }

@@ -21,18 +21,6 @@ func dot1x1F32Go(w []float32, x []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-func dot1x4F32Go(w []float32, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
-	n := len(x0)
-	w, x1, x2, x3 = w[:n], x1[:n], x2[:n], x3[:n]
-	for j, wj := range w {
-		s0 += wj * x0[j]
-		s1 += wj * x1[j]
-		s2 += wj * x2[j]
-		s3 += wj * x3[j]
-	}
-	return
-}
-
 func dot4x1F32Go(w0, w1, w2, w3 []float32, x []float32) (s0, s1, s2, s3 float32) {
 	n := len(x)
 	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
@@ -45,8 +33,6 @@ func dot4x1F32Go(w0, w1, w2, w3 []float32, x []float32) (s0, s1, s2, s3 float32)
 	return
 }
 
-// dot2x4F32Go is two dot1x4F32Go: in plain Go the eight accumulators and
-// six slices of a fused loop spill, which is slower than reading x twice.
 // dot8x1F32Go is two dot4x1F32Go (eight accumulators and nine slices
 // would spill in plain Go).
 func dot8x1F32Go(w []float32, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6, s7 float32) {
@@ -54,12 +40,6 @@ func dot8x1F32Go(w []float32, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6,
 	r := func(i int) []float32 { return w[i*ldw:][:n] }
 	s0, s1, s2, s3 = dot4x1F32Go(r(0), r(1), r(2), r(3), x)
 	s4, s5, s6, s7 = dot4x1F32Go(r(4), r(5), r(6), r(7), x)
-	return
-}
-
-func dot2x4F32Go(w0, w1 []float32, x0, x1, x2, x3 []float32) (s00, s01, s02, s03, s10, s11, s12, s13 float32) {
-	s00, s01, s02, s03 = dot1x4F32Go(w0, x0, x1, x2, x3)
-	s10, s11, s12, s13 = dot1x4F32Go(w1, x0, x1, x2, x3)
 	return
 }
 
@@ -80,19 +60,6 @@ func dot1x1BF16Go(w []uint16, x []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-func dot1x4BF16Go(w []uint16, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
-	n := len(x0)
-	w, x1, x2, x3 = w[:n], x1[:n], x2[:n], x3[:n]
-	for j, h := range w {
-		wj := BF16ToF32(h)
-		s0 += wj * x0[j]
-		s1 += wj * x1[j]
-		s2 += wj * x2[j]
-		s3 += wj * x3[j]
-	}
-	return
-}
-
 func dot4x1BF16Go(w0, w1, w2, w3 []uint16, x []float32) (s0, s1, s2, s3 float32) {
 	n := len(x)
 	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
@@ -105,8 +72,6 @@ func dot4x1BF16Go(w0, w1, w2, w3 []uint16, x []float32) (s0, s1, s2, s3 float32)
 	return
 }
 
-// dot2x4BF16Go is two dot1x4BF16Go: in plain Go the eight accumulators and
-// six slices of a fused loop spill, which is slower than reading x twice.
 // dot8x1BF16Go is two dot4x1BF16Go.
 func dot8x1BF16Go(w []uint16, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6, s7 float32) {
 	n := len(x)
@@ -116,8 +81,70 @@ func dot8x1BF16Go(w []uint16, ldw int, x []float32) (s0, s1, s2, s3, s4, s5, s6,
 	return
 }
 
-func dot2x4BF16Go(w0, w1 []uint16, x0, x1, x2, x3 []float32) (s00, s01, s02, s03, s10, s11, s12, s13 float32) {
-	s00, s01, s02, s03 = dot1x4BF16Go(w0, x0, x1, x2, x3)
-	s10, s11, s12, s13 = dot1x4BF16Go(w1, x0, x1, x2, x3)
+// dot4x2F32Go computes four rows against two x rows by rows: each x pair is
+// read four times from L1, which in plain Go is cheaper than the register
+// pressure of a fused loop.
+func dot4x2F32Go(w []float32, ldw int, x0, x1 []float32) (s00, s01, s10, s11, s20, s21, s30, s31 float32) {
+	n := len(x0)
+	r := func(i int) []float32 { return w[i*ldw:][:n] }
+	s00, s01 = dot1x2F32Go(r(0), x0, x1)
+	s10, s11 = dot1x2F32Go(r(1), x0, x1)
+	s20, s21 = dot1x2F32Go(r(2), x0, x1)
+	s30, s31 = dot1x2F32Go(r(3), x0, x1)
 	return
+}
+
+// dot1x2F32Go returns Σ w[j]·x0[j] and Σ w[j]·x1[j], two accumulators each.
+func dot1x2F32Go(w []float32, x0, x1 []float32) (s0, s1 float32) {
+	n := len(x0)
+	w, x1 = w[:n], x1[:n]
+	var t0, t1 float32
+	j := 0
+	for ; j+2 <= n; j += 2 {
+		a, b := w[j], w[j+1]
+		s0 += a * x0[j]
+		s1 += a * x1[j]
+		t0 += b * x0[j+1]
+		t1 += b * x1[j+1]
+	}
+	if j < n {
+		a := w[j]
+		s0 += a * x0[j]
+		s1 += a * x1[j]
+	}
+	return s0 + t0, s1 + t1
+}
+
+// dot4x2BF16Go computes four rows against two x rows by rows: each x pair is
+// read four times from L1, which in plain Go is cheaper than the register
+// pressure of a fused loop.
+func dot4x2BF16Go(w []uint16, ldw int, x0, x1 []float32) (s00, s01, s10, s11, s20, s21, s30, s31 float32) {
+	n := len(x0)
+	r := func(i int) []uint16 { return w[i*ldw:][:n] }
+	s00, s01 = dot1x2BF16Go(r(0), x0, x1)
+	s10, s11 = dot1x2BF16Go(r(1), x0, x1)
+	s20, s21 = dot1x2BF16Go(r(2), x0, x1)
+	s30, s31 = dot1x2BF16Go(r(3), x0, x1)
+	return
+}
+
+// dot1x2BF16Go returns Σ w[j]·x0[j] and Σ w[j]·x1[j], two accumulators each.
+func dot1x2BF16Go(w []uint16, x0, x1 []float32) (s0, s1 float32) {
+	n := len(x0)
+	w, x1 = w[:n], x1[:n]
+	var t0, t1 float32
+	j := 0
+	for ; j+2 <= n; j += 2 {
+		a, b := BF16ToF32(w[j]), BF16ToF32(w[j+1])
+		s0 += a * x0[j]
+		s1 += a * x1[j]
+		t0 += b * x0[j+1]
+		t1 += b * x1[j+1]
+	}
+	if j < n {
+		a := BF16ToF32(w[j])
+		s0 += a * x0[j]
+		s1 += a * x1[j]
+	}
+	return s0 + t0, s1 + t1
 }
