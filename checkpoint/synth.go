@@ -52,6 +52,9 @@ func Synth(ctx context.Context, cfgJSON []byte, dir string, opt SynthOptions) er
 		return fmt.Errorf("synth: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes 0700; a checkpoint is for everyone to read
+		return fmt.Errorf("synth: %w", err)
+	}
 	if err := writeSynth(ctx, &cfg, cfgJSON, tmp, opt); err != nil {
 		return fmt.Errorf("synth %s: %w", dir, err)
 	}
@@ -214,6 +217,10 @@ func writeFileSync(path string, data []byte) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
 		f.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -39,8 +39,8 @@ func deltaStep(S, q, k, v []float32, g, beta float32, o, w []float32) {
 // chunkScratch holds one worker's buffers for deltaChunk.
 type chunkScratch struct {
 	c  []float64 // [C] cumulative log decay c_i
-	kk []float32 // [C][C] k_i·k_j
-	qk []float32 // [C][C] q_i·k_j
+	kk []float32 // [C][C] β_i (k_i·k_j) e^{c_i−c_j} = A_ij, j < i
+	qk []float32 // [C][C] (q_i·k_j) e^{c_i−c_j}, j ≤ i
 	u  []float32 // [C][dv] solved U
 }
 
@@ -75,8 +75,9 @@ func deltaChunk(S, Q, K, V []float32, g, beta []float32, O []float32, sc *chunkS
 		ki, qi := K[i*dk:(i+1)*dk], Q[i*dk:(i+1)*dk]
 		for j := 0; j <= i; j++ {
 			kj := K[j*dk : (j+1)*dk]
-			sc.kk[i*n+j] = dot(ki, kj)
-			sc.qk[i*n+j] = dot(qi, kj)
+			gamma := float32(math.Exp(c[i] - c[j])) // Γ_ij, exponent ≤ 0
+			sc.kk[i*n+j] = beta[i] * dot(ki, kj) * gamma
+			sc.qk[i*n+j] = dot(qi, kj) * gamma
 		}
 	}
 	U := sc.u[:n*dv]
@@ -100,12 +101,11 @@ func deltaChunk(S, Q, K, V []float32, g, beta []float32, O []float32, sc *chunkS
 		}
 		// Forward substitution: u_i −= Σ_{j<i} A_ij u_j.
 		for j := 0; j < i; j++ {
-			a := bi * sc.kk[i*n+j] * float32(math.Exp(c[i]-c[j]))
-			axpy(ui, -a, U[j*dv:(j+1)*dv])
+			axpy(ui, -sc.kk[i*n+j], U[j*dv:(j+1)*dv])
 		}
 		// o_i += Σ_{j≤i} (q_i·k_j) e^{c_i−c_j} u_j.
 		for j := 0; j <= i; j++ {
-			axpy(oi, sc.qk[i*n+j]*float32(math.Exp(c[i]-c[j])), U[j*dv:(j+1)*dv])
+			axpy(oi, sc.qk[i*n+j], U[j*dv:(j+1)*dv])
 		}
 	}
 	last := c[n-1]

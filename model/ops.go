@@ -9,10 +9,10 @@ import "math"
 // (§11.6): 1/(1+e^−x) for x ≥ 0 and eˣ/(1+eˣ) for x < 0.
 func sigmoid(x float32) float32 {
 	if x >= 0 {
-		return float32(1 / (1 + math.Exp(-float64(x))))
+		return 1 / (1 + exp32(-x))
 	}
-	e := math.Exp(float64(x))
-	return float32(e / (1 + e))
+	e := exp32(x)
+	return e / (1 + e)
 }
 
 // silu is x·σ(x).

@@ -99,3 +99,37 @@ func benchDenses(dt string, out, in int) []*Dense {
 	}
 	return ds
 }
+
+// BenchmarkDenseGEMM reports the arithmetic rate of prefill-sized calls
+// (GFLOP/s = 2·T·out·in per call). The weights cycle through benchSpan
+// bytes of copies, so each call reads them from DRAM as a prefill does.
+// Sub-benchmark names: dtype/outxin/T.
+func BenchmarkDenseGEMM(b *testing.B) {
+	shapes := [][2]int{{2048, 2048}, {6912, 2048}, {2048, 6912}}
+	for _, dt := range []string{"bf16", "f32"} {
+		for _, s := range shapes {
+			for _, T := range []int{8, 64, 128, 512} {
+				name := fmt.Sprintf("%s/%dx%d/T=%d", dt, s[0], s[1], T)
+				b.Run(name, func(b *testing.B) { benchDenseGEMM(b, dt, s[0], s[1], T) })
+			}
+		}
+	}
+}
+
+func benchDenseGEMM(b *testing.B, dt string, out, in, T int) {
+	ds := benchDenses(dt, out, in)
+	x := New(T, in)
+	for i := range x.Data {
+		x.Data[i] = float32(i%7) - 3
+	}
+	dst := New(T, out)
+	ds[0].Mul(dst, x) // warm up the pools
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		ds[i%len(ds)].Mul(dst, x)
+		i++
+	}
+	flops := 2 * float64(T) * float64(out) * float64(in)
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

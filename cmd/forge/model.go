@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"os"
 
-	"golang.org/x/term"
-
 	"forge"
 	"forge/checkpoint"
+	"forge/internal/progress"
 )
 
 // InspectCmd is `forge inspect MODEL_DIR`.
@@ -64,14 +63,6 @@ func (c *SynthCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opt := checkpoint.SynthOptions{Seed: c.Seed}
-	if term.IsTerminal(int(os.Stderr.Fd())) {
-		opt.Progress = func(done, total int64) {
-			fmt.Fprintf(os.Stderr, "\rsynth: %5.1f%% of %.2f GiB", 100*float64(done)/float64(total), float64(total)/(1<<30))
-			if done == total {
-				fmt.Fprintln(os.Stderr)
-			}
-		}
-	}
+	opt := checkpoint.SynthOptions{Seed: c.Seed, Progress: progress.New("synth", true).Set}
 	return checkpoint.Synth(ctx, raw, c.Out, opt)
 }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The CLI tests build the real binary and run it as a user would.
+
+var forgeBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "forge-cli-")
+	if err != nil {
+		panic(err)
+	}
+	forgeBin = filepath.Join(dir, "forge")
+	if out, err := exec.Command("go", "build", "-o", forgeBin, ".").CombinedOutput(); err != nil {
+		panic("go build: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(forgeBin, args...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+var tiny = filepath.Join("..", "..", "models", "forge-tiny")
+
+func TestInspectJSON(t *testing.T) {
+	out, err := run(t, "inspect", "--json", tiny)
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	var v struct {
+		Params int64 `json:"params"`
+		Layers int   `json:"layers"`
+		Parts  []struct {
+			Part   string `json:"part"`
+			Params int64  `json:"params"`
+		} `json:"parts"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err, out)
+	}
+	if v.Params != 8_419_592 || v.Layers != 8 || len(v.Parts) != 6 {
+		t.Errorf("%+v", v)
+	}
+	table, err := run(t, "inspect", tiny)
+	if err != nil || !strings.Contains(table, "LLLALLLA") || !strings.Contains(table, "8419592") {
+		t.Errorf("table:\n%s", table)
+	}
+}
+
+// TestTokenizeThenLogits: the README's pipeline, tokenize → logits, in
+// both modes, gives the same most likely next token.
+func TestTokenizeThenLogits(t *testing.T) {
+	dir := t.TempDir()
+	ids, err := run(t, "tokenize", "--model", tiny, "package main\n\nimport (\n\t\"fmt\"\n)\n\nfunc main() {\n\tfmt.")
+	if err != nil {
+		t.Fatal(err, ids)
+	}
+	tok := filepath.Join(dir, "tokens.json")
+	os.WriteFile(tok, []byte(ids), 0o644)
+	var lines []string
+	for _, mode := range [][]string{nil, {"--decode"}} {
+		out, err := run(t, append([]string{"logits", "--model", tiny, "--tokens", tok, "--out", filepath.Join(dir, "o.safetensors")}, mode...)...)
+		if err != nil {
+			t.Fatal(err, out)
+		}
+		i := strings.Index(out, "most likely next token")
+		if i < 0 {
+			t.Fatalf("no summary in %q", out)
+		}
+		lines = append(lines, out[i:])
+	}
+	if lines[0][:30] != lines[1][:30] {
+		t.Errorf("prefill and decode disagree: %q vs %q", lines[0], lines[1])
+	}
+}
+
+// TestErrors: bad input exits non-zero with a message naming the problem.
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`[1, "x"]`), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"not a checkpoint", []string{"inspect", dir}, "config.json"},
+		{"bad tokens", []string{"logits", "--model", tiny, "--tokens", bad, "--out", filepath.Join(dir, "o")}, "bad.json"},
+		{"unknown command", []string{"frobnicate"}, "unexpected argument"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := run(t, c.args...)
+			if err == nil {
+				t.Fatalf("exit 0: %s", out)
+			}
+			if !strings.Contains(out, c.want) {
+				t.Errorf("output %q does not mention %q", out, c.want)
+			}
+		})
+	}
+}

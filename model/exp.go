@@ -1,0 +1,37 @@
+package model
+
+import "math"
+
+// exp32 is eˣ in float32 to within 2 ulp (tested against math.Exp over the
+// whole finite range): x = n·ln2 + r with |r| ≤ ln2/2 (ln2 split in a high
+// and a low part, Cody–Waite), a degree-7 Taylor polynomial for e^r, and
+// the result scaled by 2ⁿ through the exponent bits. It underflows to 0
+// below −103.97 (passing through subnormals) and overflows to +Inf above
+// 88.72; NaN propagates. It replaces math.Exp in σ and silu, the hottest
+// transcendental of prefill.
+func exp32(x float32) float32 {
+	switch {
+	case x != x:
+		return x
+	case x > 88.72284:
+		return float32(math.Inf(1))
+	case x < -103.97208:
+		return 0
+	}
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693359375
+		ln2lo = -2.12194440e-4
+	)
+	n := float32(math.Floor(float64(x*log2e + 0.5)))
+	r := x - n*ln2hi - n*ln2lo
+	p := 1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))
+	k := int32(n)
+	if k < -125 { // subnormal result: scale in two steps
+		return p * math.Float32frombits(uint32(k+125+127)<<23) * math.Float32frombits(uint32(-125+127)<<23)
+	}
+	if k > 127 {
+		return p * 2 * math.Float32frombits(uint32(k-1+127)<<23)
+	}
+	return p * math.Float32frombits(uint32(k+127)<<23)
+}
