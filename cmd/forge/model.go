@@ -9,6 +9,7 @@ import (
 	"forge"
 	"forge/checkpoint"
 	"forge/internal/progress"
+	"forge/tokenizer"
 )
 
 // InspectCmd is `forge inspect MODEL_DIR`.
@@ -44,9 +45,16 @@ func (c *LogitsCmd) Run(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("wrote %s (%s, vocab %d)\n", rep.Out, rep.Mode, rep.Vocab)
+	tok, _ := tokenizer.Load(c.Model) // only to show the next token's text; optional
 	for i, s := range rep.Sequences {
-		fmt.Printf("  sequence %d: %d tokens in %.3f s (%.0f tokens/s); most likely next token %d (p = %.3f)\n",
-			i, s.Tokens, s.Seconds, float64(s.Tokens)/s.Seconds, s.NextID, s.NextP)
+		text := ""
+		if tok != nil {
+			if t, err := tok.Decode([]int{s.NextID}); err == nil {
+				text = fmt.Sprintf(" %q", t)
+			}
+		}
+		fmt.Printf("  sequence %d: %d tokens in %.3f s (%.0f tokens/s); most likely next token %d%s (p = %.3f)\n",
+			i, s.Tokens, s.Seconds, float64(s.Tokens)/s.Seconds, s.NextID, text, s.NextP)
 	}
 	return nil
 }
