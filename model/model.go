@@ -55,6 +55,7 @@ type scratch struct {
 	scores      []float32     // decode attention scores
 	cos, sin    []float32     // [T][R/2] RoPE tables
 	heads       []*headScratch
+	job         rowJob // row-parallel dispatch (rows.go)
 }
 
 // headScratch is one value head's chunk buffers for prefill.
@@ -125,9 +126,7 @@ func (m *Model) Forward(s *State, tokens []int) *tensor.Matrix {
 	for li := range m.layers {
 		m.layerForward(s, li)
 	}
-	for t := range T {
-		rmsNorm(sc.u.Row(t), sc.x.Row(t), m.norm, c.Eps)
-	}
+	s.doRows(opNorm, m.norm, c.Eps, T)
 	s.observe("final_norm", &sc.u)
 	m.head.Mul(&sc.logits, &sc.u)
 	s.pos += T
@@ -141,26 +140,20 @@ func (m *Model) layerForward(s *State, li int) {
 	sc := &s.sc
 	L := &m.layers[li]
 	T := sc.x.Rows
-	for t := range T {
-		rmsNorm(sc.u.Row(t), sc.x.Row(t), L.inNorm, c.Eps)
-	}
+	s.doRows(opNorm, L.inNorm, c.Eps, T)
 	if L.kind == Attention {
 		L.attn.forward(m, s, li, &sc.u, &sc.y)
 	} else {
 		L.gdn.forward(m, s, li, &sc.u, &sc.y)
 	}
 	addTo(sc.x.Data, sc.y.Data)
-	for t := range T {
-		rmsNorm(sc.u.Row(t), sc.x.Row(t), L.postNorm, c.Eps)
-	}
+	s.doRows(opNorm, L.postNorm, c.Eps, T)
 	// SwiGLU MLP (§10): (silu(u·W_gateᵀ) ⊙ (u·W_upᵀ))·W_downᵀ.
 	sc.g.Resize(T, c.Intermediate)
 	sc.up.Resize(T, c.Intermediate)
 	L.gate.Mul(&sc.g, &sc.u)
 	L.up.Mul(&sc.up, &sc.u)
-	for i, g := range sc.g.Data {
-		sc.g.Data[i] = silu(g) * sc.up.Data[i]
-	}
+	s.doRows(opSwiGLU, nil, 0, T)
 	L.down.Mul(&sc.y, &sc.g)
 	s.observeLayer(li, "mlp_out", &sc.y)
 	addTo(sc.x.Data, sc.y.Data)

@@ -106,12 +106,20 @@ func (d *Dense) Mul(dst, x *Matrix) {
 	}
 	j := mulJobs.Get().(*mulJob)
 	j.d, j.dst, j.x = d, dst, x
-	blocks := (d.out + rowBlock - 1) / rowBlock
-	// At least ~64 Ki multiply-adds per chunk, so that small matrices are
-	// not worth waking the workers for.
-	grain := max(1, (1<<16)/(rowBlock*d.in*min(x.Rows, tileT)))
-	ParallelGrain(blocks, grain, j.run)
-	j.d, j.dst, j.x = nil, nil, nil
+	if g := kern.gemm; x.Rows >= g.minT {
+		// Prefill: the GEMM path (gemm.go), by panels of g.nr rows.
+		j.g = g
+		panels := (d.out + g.nr - 1) / g.nr
+		grain := max(1, (1<<16)/(g.nr*d.in*x.Rows))
+		ParallelGrain(panels, grain, j.runGEMM)
+	} else {
+		blocks := (d.out + rowBlock - 1) / rowBlock
+		// At least ~64 Ki multiply-adds per chunk, so that small matrices
+		// are not worth waking the workers for.
+		grain := max(1, (1<<16)/(rowBlock*d.in*min(x.Rows, tileT)))
+		ParallelGrain(blocks, grain, j.run)
+	}
+	j.d, j.dst, j.x, j.g = nil, nil, nil, nil
 	mulJobs.Put(j)
 }
 
@@ -122,20 +130,29 @@ const rowBlock = 8
 // mulJob carries one Mul's operands to the pool's workers. run is the
 // method value j.rows, built once per job so that Mul does not allocate.
 type mulJob struct {
-	d      *Dense
-	dst, x *Matrix
-	run    func(lo, hi int)
+	d       *Dense
+	dst, x  *Matrix
+	g       *gemmKernels
+	run     func(lo, hi int)
+	runGEMM func(lo, hi int)
 }
 
 var mulJobs = sync.Pool{New: func() any {
 	j := new(mulJob)
 	j.run = j.rows
+	j.runGEMM = j.panels
 	return j
 }}
 
 // rows computes output rows [lo·rowBlock, hi·rowBlock) ∩ [0, out).
 func (j *mulJob) rows(lo, hi int) {
 	j.d.mulRows(j.dst, j.x, lo*rowBlock, min(hi*rowBlock, j.d.out))
+}
+
+// panels computes output rows [lo·nr, hi·nr) ∩ [0, out) by GEMM.
+func (j *mulJob) panels(lo, hi int) {
+	nr := j.g.nr
+	j.d.gemmRows(j.g, j.dst, j.x, lo*nr, min(hi*nr, j.d.out))
 }
 
 const (

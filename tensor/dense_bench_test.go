@@ -133,3 +133,39 @@ func benchDenseGEMM(b *testing.B, dt string, out, in, T int) {
 	flops := 2 * float64(T) * float64(out) * float64(in)
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// BenchmarkDenseMulPath runs small T through both the dot-product path and
+// the GEMM path (GFLOP/s), to place gemmKernels.minT.
+func BenchmarkDenseMulPath(b *testing.B) {
+	g := kern.gemm
+	saved := g.minT
+	defer func() { g.minT = saved }()
+	for _, dt := range []string{"bf16", "f32"} {
+		for _, s := range [][2]int{{2048, 2048}, {6912, 2048}, {2048, 6912}} {
+			for _, T := range []int{4, 8, 16, 32} {
+				for _, path := range []string{"dot", "gemm"} {
+					name := fmt.Sprintf("%s/%dx%d/T=%d/%s", dt, s[0], s[1], T, path)
+					b.Run(name, func(b *testing.B) {
+						g.minT = 1 << 30
+						if path == "gemm" {
+							g.minT = 1
+						}
+						benchDenseGEMM(b, dt, s[0], s[1], T)
+					})
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkGEMMKC(b *testing.B) {
+	defer func() { gemmKCVar = gemmKC }()
+	for _, kc := range []int{1024, 2048, 4096, 8192} {
+		for _, T := range []int{8, 64, 512} {
+			b.Run(fmt.Sprintf("kc=%d/T=%d", kc, T), func(b *testing.B) {
+				gemmKCVar = kc
+				benchDenseGEMM(b, "bf16", 2048, 6912, T)
+			})
+		}
+	}
+}

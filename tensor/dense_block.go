@@ -19,6 +19,7 @@ type kernelSet struct {
 	name string
 	f32  kernels[float32]
 	bf16 kernels[uint16]
+	gemm *gemmKernels // prefill (gemm.go)
 }
 
 // kern is the kernel set in use: the best this CPU and build support,
@@ -30,6 +31,7 @@ var goKernels = kernelSet{
 	name: "go",
 	f32:  kernels[float32]{dot1x1F32Go, dot8x1F32Go, dot4x2F32Go},
 	bf16: kernels[uint16]{dot1x1BF16Go, dot8x1BF16Go, dot4x2BF16Go},
+	gemm: &gemmGo,
 }
 
 // block is a piece of a Mul: output rows [lo, hi), x rows [t0, t1) and

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // TestLossy checks U+FFFD substitution of maximal ill-formed subparts against Python's
@@ -153,6 +155,80 @@ func TestRandomRoundTrip(t *testing.T) {
 			t.Fatalf("%q → %q", s, got)
 		}
 	}
+}
+
+// randomUnicode returns n random scalar values drawn from every plane, with extra weight on
+// ASCII, whitespace, combining marks, Hangul jamo, CJK and the added tokens' characters.
+func randomUnicode(r *rand.Rand, n int) string {
+	var b strings.Builder
+	for range n {
+		var c rune
+		switch k := r.IntN(10); {
+		case k < 3:
+			c = rune(r.IntN(0x80))
+		case k == 3:
+			c = []rune{' ', '\t', '\n', '\r', '\v', '\f', 0x85, 0xA0, 0x2028, 0x3000, 0x1C, 0x200B, 0xFEFF}[r.IntN(13)]
+		case k == 4:
+			c = 0x300 + rune(r.IntN(0x70)) // combining diacritics
+		case k == 5:
+			c = []rune{0x1100, 0x1161, 0x11A8, 0xAC00, 0x1AC1, 0x0F73, 0x11930, 0x11935, 0x2EBF0, 0x1E5F1}[r.IntN(10)]
+		case k == 6:
+			c = 0x4E00 + rune(r.IntN(0x5200))
+		case k == 7:
+			if r.IntN(2) == 0 {
+				b.WriteString([]string{"<|im_start|>", "<|im_end|>", "<think>", "</think>", "'s", "'LL", "\r\n"}[r.IntN(7)])
+				continue
+			}
+			c = 0x80 + rune(r.IntN(0x780))
+		default:
+			for c = rune(r.IntN(0x110000)); !utf8.ValidRune(c); c = rune(r.IntN(0x110000)) {
+			}
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// TestRandomUnicodeRoundTrip: Decode(Encode(x)) is x (normalized, for Qwen3's NFC) for random
+// valid UTF-8 from every plane.
+func TestRandomUnicodeRoundTrip(t *testing.T) {
+	toks := []*Tokenizer{loadTiny(t)}
+	if findQwen3Dir() != "" {
+		toks = append(toks, loadQwen3(t))
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 3000 {
+		s := randomUnicode(r, r.IntN(60))
+		for _, tok := range toks {
+			if got, want := mustDecode(t, tok, tok.Encode(s)), normalized(tok, s); got != want {
+				t.Fatalf("%+q → %+q, want %+q", s, got, want)
+			}
+		}
+	}
+}
+
+// FuzzEncodeQwen3: for valid UTF-8, Qwen3's Decode(Encode(s)) is the NFC of s, and NFC is
+// idempotent and keeps the text canonically equivalent.
+func FuzzEncodeQwen3(f *testing.F) {
+	for _, s := range []string{"Hello, world!", "e\u0301\u0316", "\u1100\u1161\u11a8", "<|im_start|>x\u0338", "\u0369\u1aca", "\U0002EBF0's"} {
+		f.Add(s)
+	}
+	tok := loadQwen3(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		n := normalized(tok, s)
+		if got := mustDecode(t, tok, tok.Encode(s)); got != n {
+			t.Fatalf("Decode(Encode(%+q)) = %+q, want %+q", s, got, n)
+		}
+		if nn := normalized(tok, n); nn != n {
+			t.Fatalf("NFC not idempotent: %+q → %+q → %+q", s, n, nn)
+		}
+		if norm.NFD.String(n) != norm.NFD.String(s) && !strings.ContainsFunc(s, func(r rune) bool { return isCanonInert(r) }) {
+			t.Fatalf("NFC(%+q) = %+q is not canonically equivalent", s, n)
+		}
+	})
 }
 
 // TestConcurrentEncode shares one tokenizer (and its word cache) between goroutines.

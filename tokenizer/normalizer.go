@@ -1,12 +1,29 @@
 package tokenizer
 
-import "golang.org/x/text/unicode/norm"
+import (
+	"sync"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
 
 // normalizer is a tokenizer.json normalizer: NFC, NFD, NFKC, NFKD, or a Sequence of them.
 type normalizer interface {
 	normalize(s string) string
 }
 
+// unicodeForm normalizes as tokenizers does, with the unicode-normalization-alignments crate,
+// which differs from golang.org/x/text/unicode/norm in two ways:
+//
+//   - Its data is Unicode 9.0's: the marks and decompositions added since (canonInert,
+//     compatInert in unicode16.go) are inert there, starters that neither decompose nor compose.
+//   - It reorders and composes a run of combining marks of any length, where x/text follows
+//     the Stream-Safe Text Format: after 30 non-starters it inserts U+034F COMBINING GRAPHEME
+//     JOINER and starts a new run.
+//
+// Text that x/text finds normal and that has no inert rune is returned as is (Unicode 9.0's
+// result is the same then); anything else goes through decompose, which implements the
+// normalization algorithm with x/text's per-rune data.
 type unicodeForm struct{ f norm.Form }
 
 func (u unicodeForm) normalize(s string) string {
@@ -18,10 +35,182 @@ func (u unicodeForm) normalize(s string) string {
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] >= limit {
-			return u.f.String(s)
+			if u.f.IsNormalString(s) && !u.hasInert(s[i:]) {
+				return s
+			}
+			return u.slow(s)
 		}
 	}
 	return s
+}
+
+func (u unicodeForm) compat() bool { return u.f == norm.NFKC || u.f == norm.NFKD }
+
+// inert reports whether r is a starter without decomposition in Unicode 9.0 that x/text
+// (Unicode 15.0) gives a combining class or a decomposition of the form's kind.
+func (u unicodeForm) inert(r rune) bool {
+	if r < 0x7FD {
+		return false
+	}
+	return isCanonInert(r) || u.compat() && isCompatInert(r)
+}
+
+func (u unicodeForm) hasInert(s string) bool {
+	for i := 0; i < len(s); {
+		if s[i] < 0xDF { // runes below U+07C0
+			i++
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if u.inert(r) {
+			return true
+		}
+		i += w
+	}
+	return false
+}
+
+// slow normalizes s rune by rune. Bytes that are not UTF-8 pass through and, like starters,
+// separate what is on either side.
+func (u unicodeForm) slow(s string) string {
+	out := make([]byte, 0, len(s)+len(s)/4)
+	var buf []cccRune
+	for len(s) > 0 {
+		n := 0
+		for n < len(s) {
+			r, w := utf8.DecodeRuneInString(s[n:])
+			if r == utf8.RuneError && w == 1 {
+				break
+			}
+			n += w
+		}
+		buf = u.normalizeRunes(buf[:0], s[:n])
+		for _, c := range buf {
+			out = utf8.AppendRune(out, c.r)
+		}
+		if n < len(s) {
+			out = append(out, s[n])
+			n++
+		}
+		s = s[n:]
+	}
+	return string(out)
+}
+
+type cccRune struct {
+	r   rune
+	ccc uint8
+}
+
+// Hangul syllable arithmetic (Unicode §3.12).
+const (
+	hangulS, hangulL, hangulV, hangulT       = 0xAC00, 0x1100, 0x1161, 0x11A7
+	hangulLCount, hangulVCount, hangulTCount = 19, 21, 28
+	hangulSCount                             = hangulLCount * hangulVCount * hangulTCount
+)
+
+// normalizeRunes decomposes valid UTF-8 s (canonically or for compatibility), puts every run
+// of non-starters in canonical order (a stable sort by combining class, whatever its length)
+// and, for NFC and NFKC, composes.
+func (u unicodeForm) normalizeRunes(buf []cccRune, s string) []cccRune {
+	decomp := norm.NFD
+	if u.compat() {
+		decomp = norm.NFKD
+	}
+	for _, r := range s {
+		switch {
+		case r < 0xA0 || u.inert(r):
+			buf = append(buf, cccRune{r, 0})
+		case hangulS <= r && r < hangulS+hangulSCount:
+			si := r - hangulS
+			buf = append(buf, cccRune{hangulL + si/(hangulVCount*hangulTCount), 0},
+				cccRune{hangulV + si%(hangulVCount*hangulTCount)/hangulTCount, 0})
+			if t := si % hangulTCount; t != 0 {
+				buf = append(buf, cccRune{hangulT + t, 0})
+			}
+		default:
+			p := decomp.PropertiesString(string(r))
+			d := p.Decomposition()
+			if d == nil {
+				buf = append(buf, cccRune{r, p.CCC()})
+				continue
+			}
+			for _, r2 := range string(d) {
+				buf = append(buf, cccRune{r2, norm.NFD.PropertiesString(string(r2)).CCC()})
+			}
+		}
+	}
+	// Canonical ordering: insertion sort, stable, within each run of non-starters.
+	for i := 1; i < len(buf); i++ {
+		c := buf[i]
+		if c.ccc == 0 {
+			continue
+		}
+		j := i
+		for j > 0 && buf[j-1].ccc > c.ccc {
+			buf[j] = buf[j-1]
+			j--
+		}
+		buf[j] = c
+	}
+	if u.f == norm.NFC || u.f == norm.NFKC {
+		buf = u.compose(buf)
+	}
+	return buf
+}
+
+// compose is the canonical composition algorithm (UAX #15): each rune joins the last starter
+// when no rune between them is a starter or has a class as high as its own.
+func (u unicodeForm) compose(buf []cccRune) []cccRune {
+	out := buf[:0]
+	starter := -1 // index in out of the last starter
+	for _, c := range buf {
+		if starter >= 0 {
+			last := out[len(out)-1]
+			adjacent := starter == len(out)-1
+			if adjacent || last.ccc != 0 && last.ccc < c.ccc {
+				if x, ok := u.composePair(out[starter].r, c.r); ok {
+					out[starter].r = x
+					continue
+				}
+			}
+		}
+		if c.ccc == 0 {
+			starter = len(out)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+var compositions sync.Map // pairKey(a, b) → composite rune, or -1 for none
+
+// composePair returns the primary composite of a and b, as in Unicode 9.0.
+func (u unicodeForm) composePair(a, b rune) (rune, bool) {
+	if hangulL <= a && a < hangulL+hangulLCount && hangulV <= b && b < hangulV+hangulVCount {
+		return hangulS + ((a-hangulL)*hangulVCount+b-hangulV)*hangulTCount, true
+	}
+	if si := a - hangulS; 0 <= si && si < hangulSCount && si%hangulTCount == 0 && hangulT < b && b < hangulT+hangulTCount {
+		return a + b - hangulT, true
+	}
+	if b < 0x300 || u.inert(a) || u.inert(b) {
+		return 0, false // no composition has a second rune below U+0300
+	}
+	key := pairKey(a, b)
+	if v, ok := compositions.Load(key); ok {
+		x := v.(rune)
+		return x, x >= 0
+	}
+	x := rune(-1)
+	pair := string(a) + string(b)
+	if c := norm.NFC.String(pair); utf8.RuneCountInString(c) == 1 && c != pair {
+		x, _ = utf8.DecodeRuneInString(c)
+		if isCanonInert(x) {
+			x = -1 // a composite added after Unicode 9.0
+		}
+	}
+	compositions.Store(key, x)
+	return x, x >= 0
 }
 
 type sequenceNormalizer []normalizer

@@ -45,7 +45,8 @@ var asciiClass = func() (t [utf8.RuneSelf]uint8) {
 	return t
 }()
 
-// classAt returns the class bits and the width of the rune at s[i]. An invalid UTF-8 byte is a
+// classAt returns the class bits and the width of the rune at s[i], with \p{L} and \p{N} as in
+// Unicode 16.0 like the Oniguruma of tokenizers (unicode16.go). An invalid UTF-8 byte is a
 // one-byte rune of no class (U+FFFD, a symbol, would have none either).
 func classAt(s string, i int) (uint8, int) {
 	c := s[i]
@@ -60,6 +61,10 @@ func classAt(s string, i int) (uint8, int) {
 		return clNumber, w
 	case unicode.IsSpace(r):
 		return clSpace, w
+	case isLetter16(r): // Oniguruma's tables are Unicode 16.0's, Go's 15.0's
+		return clLetter, w
+	case isNumber16(r):
+		return clNumber, w
 	}
 	return 0, w
 }

@@ -115,10 +115,10 @@ func TestPatternExamples(t *testing.T) {
 	}
 }
 
-// alphabet mixes every class the patterns distinguish: letters (Latin, CJK, ſ), numbers
-// (Nd, Nl, No), White_Space (ASCII, NEL, NBSP, U+2028, U+3000), CR/LF, apostrophes, symbols,
+// alphabet mixes every class the patterns distinguish: letters (Latin, CJK, ſ, and U+2EBF0 of
+// Unicode 15.1), numbers (Nd, Nl, No, and U+1E5F1 of Unicode 16.0), White_Space (ASCII, NEL, NBSP, U+2028, U+3000), CR/LF, apostrophes, symbols,
 // marks, format characters and invalid UTF-8 bytes.
-var alphabet = []string{"a", "Z", "s", "S", "t", "r", "e", "v", "m", "l", "L", "d", "ſ", "é", "日", "9", "٣", "Ⅻ", "½",
+var alphabet = []string{"a", "Z", "s", "S", "t", "r", "e", "v", "m", "l", "L", "d", "ſ", "é", "日", "\U0002EBF0", "9", "٣", "Ⅻ", "½", "\U0001E5F1",
 	" ", " ", " ", "\t", "\n", "\r", "\v", "\f", "\u0085", "\u00a0", "\u2028", "\u3000", "'", "'", "’", ".", "{", "-", "😀",
 	"\u0301", "\u200b", "\x00", "\xff", "\xc3", "\xe2\x82"}
 
@@ -148,17 +148,23 @@ func TestTranslateRegex(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{`\s+`, `[` + spaceClass + `]+`},
 		{`[^\s\d]`, `[^` + spaceClass + digitClass + `]`},
-		{`\S\W\D`, `[^` + spaceClass + `][^` + wordClass + `][^\p{Nd}]`},
+		{`\S\W\D`, `[^` + spaceClass + `][^` + wordClass + `][^` + digitClass + `]`},
 		{`[]\w]`, `[\]` + wordClass + `]`},
-		{`\\s\p{L}`, `\\s\p{L}`},
+		{`\\s\p{L}`, `\\s[` + letterClass + `]`},
+		{`[^\r\n\p{L}\p{N}]?\pL+\PN\p{Lu}`, `[^\r\n` + letterClass + numberClass + `]?[` + letterClass + `]+[^` + numberClass + `]\p{Lu}`},
 	}
 	for _, tc := range tests {
 		if got, err := translateRegex(tc.in); err != nil || got != tc.want {
 			t.Errorf("translateRegex(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
-	if _, err := translateRegex(`[^\S]`); err == nil {
-		t.Error(`[^\S]: no error`)
+	for _, p := range []string{`[^\S]`, `[x\P{L}]`} {
+		if _, err := translateRegex(p); err == nil {
+			t.Errorf(`%s: no error`, p)
+		}
+	}
+	if !strings.Contains(letterClass, `\x{2EBF0}-\x{2EE5D}`) || !strings.Contains(digitClass, `\x{1E5F1}-\x{1E5FA}`) {
+		t.Errorf("Unicode 16.0 ranges missing: %s / %s", letterClass, digitClass)
 	}
 	if _, err := newMatcher(`\s+(?!\S)`); err == nil || !strings.Contains(err.Error(), `\s+(?!\S)`) {
 		t.Errorf("lookahead pattern: err = %v, want one naming the pattern", err)

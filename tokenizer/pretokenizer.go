@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // step is one pre-tokenizer of a Sequence: it cuts a piece of text into smaller pieces
@@ -200,16 +201,38 @@ func newMatcher(pattern string) (matcher, error) {
 }
 
 // Oniguruma's Unicode \s (White_Space: the ASCII controls, U+0085 and the Z categories),
-// \d (Nd) and \w (letters, marks, Nd, Pc) in RE2 class syntax, without the brackets.
-const (
-	spaceClass = `\t\n\v\f\r \x{85}\p{Z}`
-	digitClass = `\p{Nd}`
-	wordClass  = `\p{L}\p{M}\p{Nd}\p{Pc}`
+// \d (Nd), \w (letters, marks, Nd, Pc), \p{L} and \p{N} in RE2 class syntax, without the
+// brackets; letters and digits include those of Unicode 15.1 and 16.0 that Go's tables lack.
+var (
+	spaceClass  = `\t\n\v\f\r \x{85}\p{Z}`
+	letterClass = `\p{L}` + rangeClass(letters16)
+	numberClass = `\p{N}` + rangeClass(numbers16)
+	digitClass  = `\p{Nd}` + rangeClass(numbers16)
+	wordClass   = `\p{L}\p{M}\p{Nd}\p{Pc}` + rangeClass(letters16) + rangeClass(numbers16)
 )
 
+// rangeClass writes the ranges of t (stride 1) as RE2 class items.
+func rangeClass(t *unicode.RangeTable) string {
+	var b strings.Builder
+	item := func(lo, hi uint32) {
+		fmt.Fprintf(&b, `\x{%X}`, lo)
+		if hi > lo {
+			fmt.Fprintf(&b, `-\x{%X}`, hi)
+		}
+	}
+	for _, r := range t.R16 {
+		item(uint32(r.Lo), uint32(r.Hi))
+	}
+	for _, r := range t.R32 {
+		item(r.Lo, r.Hi)
+	}
+	return b.String()
+}
+
 // translateRegex rewrites \s \S \d \D \w \W of an Oniguruma pattern into explicit Unicode
-// classes, since Go's are ASCII-only. Negated shorthands inside a bracket class cannot be
-// expressed in RE2 and are refused.
+// classes, since Go's are ASCII-only, and \p{L} \p{N} (\pL \pN, and the \P negations) into
+// Unicode 16.0's. Negated classes inside a bracket class cannot be expressed in RE2 and are
+// refused.
 func translateRegex(p string) (string, error) {
 	var b strings.Builder
 	inClass := false
@@ -218,7 +241,7 @@ func translateRegex(p string) (string, error) {
 		switch {
 		case c == '\\' && i+1 < len(p):
 			i++
-			class, negated := "", false
+			class, negated, name := "", false, p[i:i+1]
 			switch p[i] {
 			case 's', 'S':
 				class, negated = spaceClass, p[i] == 'S'
@@ -226,6 +249,24 @@ func translateRegex(p string) (string, error) {
 				class, negated = digitClass, p[i] == 'D'
 			case 'w', 'W':
 				class, negated = wordClass, p[i] == 'W'
+			case 'p', 'P':
+				prop := ""
+				for _, form := range []string{"{L}", "L", "{N}", "N"} {
+					if strings.HasPrefix(p[i+1:], form) {
+						prop = form
+						break
+					}
+				}
+				if prop == "" {
+					b.WriteByte('\\')
+					b.WriteByte(p[i])
+					continue
+				}
+				class, negated, name = letterClass, p[i] == 'P', p[i:i+1+len(prop)]
+				if strings.Contains(prop, "N") {
+					class = numberClass
+				}
+				i += len(prop)
 			default:
 				b.WriteByte('\\')
 				b.WriteByte(p[i])
@@ -233,7 +274,7 @@ func translateRegex(p string) (string, error) {
 			}
 			switch {
 			case inClass && negated:
-				return "", fmt.Errorf(`\%c inside a bracket class`, p[i])
+				return "", fmt.Errorf(`\%s inside a bracket class`, name)
 			case inClass:
 				b.WriteString(class)
 			case negated:

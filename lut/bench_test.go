@@ -1,0 +1,149 @@
+package lut
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"forge/internal/membw"
+	"forge/tensor"
+)
+
+// benchSpan is the total size of the weight copies a benchmark cycles
+// through: well above the 32 MiB L3, so that every Mul reads its weights
+// from DRAM as a decode step does, not from cache.
+const benchSpan = 256 << 20
+
+// readBuf is the buffer readBW reads: 256 MiB, well above the L3.
+var readBuf = sync.OnceValue(func() []uint64 { return membw.NewBuffer(256 << 20) })
+
+// readBW returns the 2-thread read bandwidth (GB/s) measured just before a
+// sub-benchmark: the median of 5 membw.ReadPass passes (the same yardstick
+// as tensor's BenchmarkDenseMul; the median because on a shared machine
+// the bandwidth drifts and varies from pass to pass).
+func readBW() float64 {
+	buf := readBuf()
+	rates := make([]float64, 5)
+	for i := range rates {
+		rates[i] = float64(len(buf)*8) / membw.ReadPass(buf, 2).Seconds() / 1e9
+	}
+	slices.Sort(rates)
+	return rates[len(rates)/2]
+}
+
+// linear is what the benchmark multiplies: a lut.Matrix or a tensor.Dense.
+type linear interface {
+	Mul(dst, x *tensor.Matrix)
+	Bytes() int64
+}
+
+// BenchmarkLUTMul reports packed weight bytes per second (MB/s from
+// SetBytes, and GB/s), the 2-thread read bandwidth measured just before
+// (readGB/s) and their ratio (%bw). bf16 is tensor.DenseBF16, the
+// unquantized baseline. Sub-benchmark names: format/outxin/T.
+func BenchmarkLUTMul(b *testing.B) {
+	shapes := [][2]int{{4096, 4096}, {17408, 5120}}
+	for _, name := range []string{"LUT4 per-tensor + pcs", "vector 2x16 + pcs", "INT8 per-channel", "bf16"} {
+		f := mustFormat(b, name)
+		for _, s := range shapes {
+			for _, T := range []int{1, 8} {
+				sub := fmt.Sprintf("%s/%dx%d/T=%d", benchName(f), s[0], s[1], T)
+				b.Run(sub, func(b *testing.B) { benchMul(b, f, s[0], s[1], T) })
+			}
+		}
+	}
+}
+
+func benchName(f Format) string {
+	switch f.Kind {
+	case Scalar:
+		return fmt.Sprintf("LUT%d", f.Bits)
+	case Vector:
+		return fmt.Sprintf("vec%dx%d", f.Dim, f.Entries())
+	case Int8:
+		return "INT8"
+	}
+	return f.String()
+}
+
+func benchMul(b *testing.B, f Format, out, in, T int) {
+	ms := benchMatrices(b, f, out, in)
+	x := randomX(T, in, 1)
+	dst := tensor.New(T, out)
+	bw := readBW()
+	bytes := ms[0].Bytes()
+	b.SetBytes(bytes)
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		ms[i%len(ms)].Mul(dst, x)
+		i++
+	}
+	gbs := float64(bytes) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+	b.ReportMetric(gbs, "GB/s")
+	b.ReportMetric(bw, "readGB/s")
+	b.ReportMetric(100*gbs/bw, "%bw")
+}
+
+// benchMatrices returns enough copies of a random out×in matrix in format
+// f (bf16: a tensor.DenseBF16) to span benchSpan bytes. Copies share the
+// small arrays and have their own index (or weight) bytes.
+func benchMatrices(b *testing.B, f Format, out, in int) []linear {
+	g := rand.New(rand.NewPCG(7, 8))
+	var p Parts
+	var bulk []byte
+	if f.Kind == BF16 {
+		bulk = make([]byte, 2*out*in)
+	} else {
+		bulk = make([]byte, f.Size(out, in, 0).Index)
+		p.LUT = make([]uint16, f.Groups(out)*f.Entries()*f.Dim)
+		for i := range p.LUT {
+			p.LUT[i] = tensor.F32ToF16(float32(g.NormFloat64()))
+		}
+		p.Scale = make([]uint16, out)
+		for i := range p.Scale {
+			p.Scale[i] = tensor.F32ToF16(float32(0.5 + g.Float64()))
+		}
+	}
+	for i := 0; i+8 <= len(bulk); i += 8 {
+		v := g.Uint64()
+		for k := range 8 {
+			bulk[i+k] = byte(v >> (8 * k))
+		}
+	}
+	if f.Kind == BF16 {
+		for i := 1; i < len(bulk); i += 2 {
+			bulk[i] = bulk[i]&0x3f | 0x3c // a normal bf16 exponent: no NaN, Inf or subnormal
+		}
+	}
+	if f.Kind == Int8 {
+		for i, c := range bulk {
+			if c == 0x80 {
+				bulk[i] = 0x81
+			}
+		}
+	}
+	var ms []linear
+	for size := int64(0); size < benchSpan; {
+		data := slices.Clone(bulk)
+		if f.Kind == BF16 {
+			w := make([]uint16, out*in)
+			for i := range w {
+				w[i] = uint16(data[2*i]) | uint16(data[2*i+1])<<8
+			}
+			ms = append(ms, tensor.DenseBF16(out, in, w))
+		} else {
+			q := p
+			q.Index = data
+			m, err := New(f, out, in, q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ms = append(ms, m)
+		}
+		size += ms[len(ms)-1].Bytes()
+	}
+	return ms
+}

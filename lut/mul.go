@@ -1,0 +1,201 @@
+package lut
+
+import (
+	"fmt"
+	"sync"
+
+	"forge/tensor"
+)
+
+// family names the fast kernel family that can run a matrix; the portable
+// kernels (mulGo) run every matrix.
+type family uint8
+
+const (
+	famGo   family = iota // no fast kernel: 3-, 6-, 8-bit LUTs, other vector lengths, unaligned rows
+	famLUT                // scalar LUT, 1/2/4-bit codes, byte-aligned rows
+	famVec2               // vector 2xK, K ∈ {2, 4, 16}, byte-aligned rows
+	famInt8               // INT8 per-channel
+)
+
+// chooseFamily picks the fast kernel family for format f with in columns.
+// The fast kernels need every index row to start on a byte (in·Bits a
+// multiple of 8) and at most 16 codebook entries (one vector register of
+// table), or INT8.
+func chooseFamily(f Format, in int) family {
+	if in*f.Bits%8 != 0 {
+		return famGo
+	}
+	switch {
+	case f.Kind == Int8:
+		return famInt8
+	case f.Bits == 3 || f.Bits > 4:
+		return famGo
+	case f.Kind == Scalar:
+		return famLUT
+	case f.Kind == Vector && f.Dim == 2:
+		return famVec2
+	}
+	return famGo
+}
+
+// useFast lets tests force the portable kernels in a build that has fast
+// ones; fastReady is set by kernel_simd.go when the CPU has AVX-512.
+var useFast = true
+
+// Mul sets dst = x'·Ŵᵀ (+ (x'·Bᵀ)·Aᵀ) for x [T, in] and dst [T, out], with
+// x' = x·M when the matrix has a Rotation, that is
+//
+//	dst[t][o] = scale[o] · Σ_j book(o)[code(o,j)][o mod d] · x'[t][j]  (+ low rank)
+//
+// straight from the packed indices: the dense Ŵ is never formed. Sums are
+// float32 (summation order differs from a plain loop, so results agree
+// with the reference to float32 rounding). The index rows are split over
+// the worker pool (tensor.ParallelGrain) and each is read from memory once
+// per call for up to tileT rows of x, so a T = 8 call costs far less than
+// eight T = 1 calls. Mul allocates nothing after warm-up. dst must not
+// overlap x. Mul panics if the shapes do not match.
+func (m *Matrix) Mul(dst, x *tensor.Matrix) {
+	if x.Cols != m.in || dst.Rows != x.Rows || dst.Cols != m.out {
+		panic(fmt.Sprintf("lut.Matrix.Mul: W %dx%d, x %dx%d, dst %dx%d",
+			m.out, m.in, x.Rows, x.Cols, dst.Rows, dst.Cols))
+	}
+	if x.Rows == 0 {
+		return
+	}
+	j := mulJobs.Get().(*mulJob)
+	defer mulJobs.Put(j)
+	if m.p.Rotation != nil {
+		j.xr.Resize(x.Rows, m.in)
+		m.p.Rotation.Rotate(&j.xr, x)
+		x = &j.xr
+	}
+	if m.dense != nil {
+		m.dense.Mul(dst, x)
+	} else {
+		m.mulIndexed(j, dst, x)
+	}
+	if m.rank > 0 {
+		j.u.Resize(x.Rows, m.rank)
+		j.v.Resize(x.Rows, m.out)
+		m.lrB.Mul(&j.u, x)
+		m.lrA.Mul(&j.v, &j.u)
+		for i, v := range j.v.Data {
+			dst.Data[i] += v
+		}
+	}
+}
+
+// mulIndexed runs the kernels over the index rows on the worker pool.
+func (m *Matrix) mulIndexed(j *mulJob, dst, x *tensor.Matrix) {
+	j.m, j.dst, j.x = m, dst, x
+	j.fast = fastReady && useFast && m.fam != famGo
+	if j.fast {
+		j.prepare()
+	}
+	rows := m.f.IndexRows(m.out)
+	blocks := (rows + rowBlock - 1) / rowBlock
+	// At least ~64 Ki codes per chunk, so that small matrices are not
+	// worth waking the workers for.
+	grain := max(1, (1<<16)/(rowBlock*m.in))
+	tensor.ParallelGrain(blocks, grain, j.run)
+	j.m, j.dst, j.x = nil, nil, nil
+}
+
+// rowBlock is the number of index rows the pool splits on multiples of.
+const rowBlock = 16
+
+// tileBytes bounds the x rows one pass over the weights uses (they should
+// stay in a core's L2): tileT(in) = tileBytes/(4·in) rows, a multiple of 4
+// between 4 and 64.
+const tileBytes = 256 << 10
+
+func tileT(in int) int { return min(64, max(4, tileBytes/(4*in))&^3) }
+
+// mulJob carries one Mul's operands and scratch to the pool's workers. run
+// is the method value j.rows, built once per job so that Mul does not
+// allocate.
+type mulJob struct {
+	m      *Matrix
+	dst, x *tensor.Matrix
+	fast   bool
+	xp     []float32 // [T][xs] x in the fast kernels' layout (kernel_avx512.go)
+	xs     int       // floats per row of xp
+	run    func(lo, hi int)
+
+	xr, u, v tensor.Matrix // rotated x [T, in]; B·x' [T, r]; A·(B·x') [T, out]
+}
+
+var mulJobs = sync.Pool{New: func() any {
+	j := new(mulJob)
+	j.run = j.rows
+	return j
+}}
+
+// rows computes the outputs of index rows [lo·rowBlock, hi·rowBlock) for
+// every row of x, in tiles of tileT(in) rows of x.
+func (j *mulJob) rows(lo, hi int) {
+	m := j.m
+	r0, r1 := lo*rowBlock, min(hi*rowBlock, m.f.IndexRows(m.out))
+	tt := tileT(m.in)
+	for t0 := 0; t0 < j.x.Rows; t0 += tt {
+		t1 := min(t0+tt, j.x.Rows)
+		if j.fast {
+			j.fastRows(r0, r1, t0, t1)
+		} else {
+			m.mulGo(j.dst, j.x, r0, r1, t0, t1)
+		}
+	}
+}
+
+// goChunk is the number of codes the portable kernel unpacks at a time.
+const goChunk = 256
+
+// mulGo is the portable kernel: for index rows [r0, r1) and x rows
+// [t0, t1) it unpacks goChunk codes at a time (Unpack) and sums table
+// lookups times x, chunk sums added into dst, then applies the scales.
+// It handles every quantized format and alignment.
+func (m *Matrix) mulGo(dst, x *tensor.Matrix, r0, r1, t0, t1 int) {
+	var buf [goChunk]uint8
+	d, in, out := m.f.Dim, m.in, m.out
+	for r := r0; r < r1; r++ {
+		o0 := r * d
+		for t := t0; t < t1; t++ {
+			clear(dst.Data[t*out+o0 : t*out+o0+d])
+		}
+		for j0 := 0; j0 < in; j0 += goChunk {
+			codes := buf[:min(goChunk, in-j0)]
+			Unpack(codes, m.p.Index, m.f.Bits, r*in+j0)
+			for k := range d {
+				tab := m.table(r, k)
+				for t := t0; t < t1; t++ {
+					dst.Data[t*out+o0+k] += dotCodes(tab, codes, x.Data[t*in+j0:][:len(codes)])
+				}
+			}
+		}
+		for k := range d {
+			s := m.scale[o0+k]
+			for t := t0; t < t1; t++ {
+				dst.Data[t*out+o0+k] *= s
+			}
+		}
+	}
+}
+
+// dotCodes returns Σ_i tab[codes[i]]·x[i] with four partial sums.
+func dotCodes(tab []float32, codes []uint8, x []float32) float32 {
+	x = x[:len(codes)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(codes); i += 4 {
+		c, v := codes[i:i+4:i+4], x[i:i+4:i+4]
+		s0 += tab[c[0]] * v[0]
+		s1 += tab[c[1]] * v[1]
+		s2 += tab[c[2]] * v[2]
+		s3 += tab[c[3]] * v[3]
+	}
+	for ; i < len(codes); i++ {
+		s0 += tab[codes[i]] * x[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package lut
+
+const raceEnabled = false

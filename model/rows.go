@@ -1,0 +1,48 @@
+package model
+
+import "forge/tensor"
+
+// rowOp is a row-wise step of the forward that prefill spreads over the
+// worker pool: norms of the residual stream and the SwiGLU activation.
+type rowOp int
+
+const (
+	opNorm   rowOp = iota // sc.u[t] = RMSNorm(sc.x[t]) · scale
+	opSwiGLU              // sc.g[t] = silu(sc.g[t]) ⊙ sc.up[t]
+)
+
+// rowJob carries one row-wise step to the pool. run is the method value
+// j.rows, built once per State so that dispatching allocates nothing.
+type rowJob struct {
+	op    rowOp
+	sc    *scratch
+	scale []float32
+	eps   float64
+	run   func(lo, hi int)
+}
+
+func (j *rowJob) rows(lo, hi int) {
+	sc := j.sc
+	for t := lo; t < hi; t++ {
+		switch j.op {
+		case opNorm:
+			rmsNorm(sc.u.Row(t), sc.x.Row(t), j.scale, j.eps)
+		case opSwiGLU:
+			g, up := sc.g.Row(t), sc.up.Row(t)
+			for i, v := range g {
+				g[i] = silu(v) * up[i]
+			}
+		}
+	}
+}
+
+// doRows runs op over the T rows of the call, in parallel when there are
+// enough of them to pay for waking the workers.
+func (s *State) doRows(op rowOp, scale []float32, eps float64, T int) {
+	j := &s.sc.job
+	if j.run == nil {
+		j.run = j.rows
+	}
+	j.op, j.sc, j.scale, j.eps = op, &s.sc, scale, eps
+	tensor.ParallelGrain(T, 4, j.run)
+}
