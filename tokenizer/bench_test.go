@@ -3,7 +3,10 @@ package tokenizer
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // heldOutCode reads shared/data/code-heldout.txt (held-out Go source), or skips.
@@ -55,5 +58,28 @@ func BenchmarkDecodeQwen3(b *testing.B) {
 		if _, err := tok.Decode(ids); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkNormalizeNFC compares the NFC normalizer with x/text's on text that is already NFC,
+// text to compose and CJK.
+func BenchmarkNormalizeNFC(b *testing.B) {
+	fr := strings.Repeat("Le café était très animé; les élèves étudiaient à côté de l'hôtel. ", 200)
+	texts := []struct{ name, s string }{
+		{"french", fr}, {"french-nfd", norm.NFD.String(fr)}, {"cjk", strings.Repeat("日本語のテキスト、漢字。한국어 텍스트입니다. ", 300)},
+	}
+	for _, tc := range texts {
+		b.Run(tc.name+"/forge", func(b *testing.B) {
+			b.SetBytes(int64(len(tc.s)))
+			for b.Loop() {
+				unicodeForm{norm.NFC}.normalize(tc.s)
+			}
+		})
+		b.Run(tc.name+"/x-text", func(b *testing.B) {
+			b.SetBytes(int64(len(tc.s)))
+			for b.Loop() {
+				norm.NFC.String(tc.s)
+			}
+		})
 	}
 }

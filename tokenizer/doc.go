@@ -15,12 +15,17 @@
 //	     ─ byte-level BPE on each word, with a word cache                (bpe.go)
 //
 // Added tokens, special or not, are found leftmost-longest and honour single_word, lstrip and
-// rstrip with Unicode \w and \s as tokenizers does. The Split patterns of Qwen2/Qwen3, Llama 3
-// and GPT-2 use a `\s+(?!\S)` lookahead that Go's RE2 lacks; hand-written matchers
-// (pattern.go) reproduce Oniguruma's backtracking choices and Unicode classes (\p{L}, \p{N}, \s
-// = White_Space), checked against a Go-regexp twin. Other Split regexes run on Go's regexp after
-// \s, \d and \w are rewritten to their Unicode meaning; a pattern RE2 cannot compile is refused
-// with an error naming it. Split behaviors Isolated, Removed, MergedWithPrevious, MergedWithNext
+// rstrip with Unicode \w and \s as tokenizers does. The normalizers follow tokenizers'
+// unicode-normalization-alignments rather than x/text where the two differ: its data is Unicode
+// 9.0's (marks and decompositions added since are plain starters) and it orders and composes
+// runs of combining marks of any length (x/text inserts U+034F after 30). The Split patterns of
+// Qwen2/Qwen3, Llama 3 and GPT-2 use a `\s+(?!\S)` lookahead that Go's RE2 lacks; hand-written
+// matchers (pattern.go) reproduce Oniguruma's backtracking choices and Unicode classes (\p{L},
+// \p{N}, \s = White_Space), checked against a Go-regexp twin; \p{L} and \p{N} are Unicode
+// 16.0's like the Oniguruma of tokenizers 0.23 (Go's tables are 15.0's; unicode16.go adds the
+// difference). Other Split regexes run on Go's regexp after \s, \d, \w, \p{L} and \p{N} are
+// rewritten to that meaning; a pattern RE2 cannot compile is refused with an error naming it.
+// testdata/tokenizer/crosscheck-*.jsonl hold ids of tokenizers 0.23.2 for both tokenizers. Split behaviors Isolated, Removed, MergedWithPrevious, MergedWithNext
 // and Contiguous, invert, and ByteLevel's add_prefix_space and use_regex are supported.
 //
 // The BPE model (bpe.go) maps each byte of a word to its token in GPT-2's byte alphabet
@@ -52,7 +57,11 @@
 // decoded first, as vLLM does, for templates such as Qwen3.5's that iterate over them.
 //
 // Known differences of the jinja package from Python's Jinja2 (chat_test.go lists those the
-// goldens meet): None prints as "" rather than "None" (Qwen3.5 prints null tool arguments so);
-// string + list concatenates where Python raises; inside tojson, floats print in Go's shortest
-// form (1.0 as 1, 1e6 as 1e+06), U+2028/U+2029 are escaped, and tojson with indent sorts keys.
+// goldens meet): None prints as "" rather than "None" (Qwen3.5 prints null tool arguments so),
+// and `'x' in None` is false where Python raises (Qwen3 renders an assistant message with
+// content null as with ""); string + list concatenates where Python raises; trim, strip() and
+// split() take Go's whitespace, without U+001C..U+001F, and lstrip()/rstrip() without
+// arguments strip only space, tab, CR and LF; inside tojson, floats print in Go's shortest form
+// (1.0 as 1, 1e6 as 1e+06), U+2028/U+2029 are escaped, and tojson with indent sorts keys. JSON
+// integers beyond int64 reach templates as floats.
 package tokenizer

@@ -139,6 +139,19 @@ func TestGoldenQwen3Encode(t *testing.T) {
 	checkEncodeGolden(t, loadQwen3(t), filepath.Join("..", "testdata", "tokenizer", "qwen3", "golden-encode.jsonl"))
 }
 
+// The crosscheck goldens: 300 diverse strings per tokenizer (random Unicode from every plane,
+// whitespace and contraction runs, added tokens next to spaces and marks, corpus slices, long
+// runs of combining marks) with the ids of Hugging Face tokenizers 0.23.2 (see
+// testdata/tokenizer/README.md). "js_ids", where present, are the differing ids of the pure-JS
+// @huggingface/tokenizers 0.2.0, whose NFC has newer Unicode data than tokenizers'.
+func TestCrosscheckTinyEncode(t *testing.T) {
+	checkEncodeGolden(t, loadTiny(t), filepath.Join("..", "testdata", "tokenizer", "crosscheck-forge-tiny.jsonl"))
+}
+
+func TestCrosscheckQwen3Encode(t *testing.T) {
+	checkEncodeGolden(t, loadQwen3(t), filepath.Join("..", "testdata", "tokenizer", "crosscheck-qwen3.jsonl"))
+}
+
 type chatCase struct {
 	Messages            json.RawMessage `json:"messages"`
 	Tools               json.RawMessage `json:"tools"`

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -21,9 +22,9 @@ type normalizer interface {
 //     the Stream-Safe Text Format: after 30 non-starters it inserts U+034F COMBINING GRAPHEME
 //     JOINER and starts a new run.
 //
-// Text that x/text finds normal and that has no inert rune is returned as is (Unicode 9.0's
-// result is the same then); anything else goes through decompose, which implements the
-// normalization algorithm with x/text's per-rune data.
+// Text that x/text's quick check finds normal and that has no inert rune is returned as is
+// (Unicode 9.0's result is the same then); anything else goes through slow, which implements
+// the normalization algorithm (UAX #15) with x/text's per-rune data.
 type unicodeForm struct{ f norm.Form }
 
 func (u unicodeForm) normalize(s string) string {
@@ -35,7 +36,7 @@ func (u unicodeForm) normalize(s string) string {
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] >= limit {
-			if u.f.IsNormalString(s) && !u.hasInert(s[i:]) {
+			if u.f.QuickSpanString(s) == len(s) && !u.hasInert(s[i:]) {
 				return s
 			}
 			return u.slow(s)
@@ -49,23 +50,33 @@ func (u unicodeForm) compat() bool { return u.f == norm.NFKC || u.f == norm.NFKD
 // inert reports whether r is a starter without decomposition in Unicode 9.0 that x/text
 // (Unicode 15.0) gives a combining class or a decomposition of the form's kind.
 func (u unicodeForm) inert(r rune) bool {
-	if r < 0x7FD {
+	if r < 0x7FD || 0x3300 <= r && r < 0xA7F2 || 0xAB6A <= r && r < 0x10781 { // CJK and Hangul among them
 		return false
 	}
 	return isCanonInert(r) || u.compat() && isCompatInert(r)
 }
 
 func (u unicodeForm) hasInert(s string) bool {
-	for i := 0; i < len(s); {
-		if s[i] < 0xDF { // runes below U+07C0
-			i++
+	for i := 0; i < len(s); i++ {
+		// Skip by lead byte what cannot be inert: ASCII, continuation bytes, U+0000..U+07BF,
+		// U+2000..U+FFFF but for U+32C0..U+32FF, U+A7C0..U+A83F and U+AB40..U+AB7F.
+		switch c := s[i]; {
+		case c < 0xDF:
+			continue
+		case c == 0xE3:
+			if i+1 < len(s) && s[i+1] != 0x8B {
+				continue
+			}
+		case c == 0xEA:
+			if i+1 < len(s) && s[i+1] != 0x9F && s[i+1] != 0xA0 && s[i+1] != 0xAD {
+				continue
+			}
+		case 0xE2 <= c && c <= 0xEF:
 			continue
 		}
-		r, w := utf8.DecodeRuneInString(s[i:])
-		if u.inert(r) {
+		if r, _ := utf8.DecodeRuneInString(s[i:]); u.inert(r) {
 			return true
 		}
-		i += w
 	}
 	return false
 }
@@ -183,8 +194,6 @@ func (u unicodeForm) compose(buf []cccRune) []cccRune {
 	return out
 }
 
-var compositions sync.Map // pairKey(a, b) → composite rune, or -1 for none
-
 // composePair returns the primary composite of a and b, as in Unicode 9.0.
 func (u unicodeForm) composePair(a, b rune) (rune, bool) {
 	if hangulL <= a && a < hangulL+hangulLCount && hangulV <= b && b < hangulV+hangulVCount {
@@ -193,24 +202,37 @@ func (u unicodeForm) composePair(a, b rune) (rune, bool) {
 	if si := a - hangulS; 0 <= si && si < hangulSCount && si%hangulTCount == 0 && hangulT < b && b < hangulT+hangulTCount {
 		return a + b - hangulT, true
 	}
-	if b < 0x300 || u.inert(a) || u.inert(b) {
-		return 0, false // no composition has a second rune below U+0300
-	}
-	key := pairKey(a, b)
-	if v, ok := compositions.Load(key); ok {
-		x := v.(rune)
-		return x, x >= 0
-	}
-	x := rune(-1)
-	pair := string(a) + string(b)
-	if c := norm.NFC.String(pair); utf8.RuneCountInString(c) == 1 && c != pair {
-		x, _ = utf8.DecodeRuneInString(c)
-		if isCanonInert(x) {
-			x = -1 // a composite added after Unicode 9.0
+	x, ok := compositeTable()[pairKey(a, b)]
+	return x, ok
+}
+
+var composites struct {
+	once sync.Once
+	m    map[uint64]rune // pairKey(first, second) → primary composite
+}
+
+// compositeTable maps the canonical decomposition pairs of the primary composites (the runes
+// with a decomposition of two or more runes that NFC keeps) to them, but for those added after
+// Unicode 9.0. The pair is the composite of all but the last rune of the full decomposition,
+// and the last rune; TestCompositeTable checks every pair composes back with x/text.
+func compositeTable() map[uint64]rune {
+	composites.once.Do(func() {
+		m := make(map[uint64]rune, 1024)
+		for r := rune(0xC0); r <= unicode.MaxRune; r++ {
+			if hangulS <= r && r < hangulS+hangulSCount || !utf8.ValidRune(r) || isCanonInert(r) {
+				continue
+			}
+			d := norm.NFD.PropertiesString(string(r)).Decomposition()
+			if utf8.RuneCount(d) < 2 || norm.NFC.String(string(r)) != string(r) {
+				continue
+			}
+			last, w := utf8.DecodeLastRune(d)
+			first, _ := utf8.DecodeRuneInString(norm.NFC.String(string(d[:len(d)-w])))
+			m[pairKey(first, last)] = r
 		}
-	}
-	compositions.Store(key, x)
-	return x, x >= 0
+		composites.m = m
+	})
+	return composites.m
 }
 
 type sequenceNormalizer []normalizer

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -85,5 +86,47 @@ func TestUnicodeVersions(t *testing.T) {
 	// Unicode 17.0's additions are not letters to tokenizers 0.23 (Oniguruma 6.9.10).
 	if cl, _ := classAt(string(rune(0x323B0)), 0); cl != 0 {
 		t.Errorf("U+323B0: class %d, want none", cl)
+	}
+}
+
+// TestInertShortcut: the ranges that inert skips hold no rune of canonInert or compatInert.
+func TestInertShortcut(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		want := isCanonInert(r) || isCompatInert(r)
+		if got := (unicodeForm{norm.NFKC}).inert(r); got != want {
+			t.Fatalf("U+%04X: inert %v, tables %v", r, got, want)
+		}
+		if got := (unicodeForm{norm.NFC}).inert(r); got != isCanonInert(r) {
+			t.Fatalf("U+%04X: canonical inert %v, table %v", r, got, isCanonInert(r))
+		}
+	}
+}
+
+// TestHasInert: the lead-byte shortcuts of hasInert miss no inert rune.
+func TestHasInert(t *testing.T) {
+	for _, u := range []unicodeForm{{norm.NFC}, {norm.NFKC}} {
+		for r := rune(0x80); r <= unicode.MaxRune; r++ {
+			if !utf8.ValidRune(r) {
+				continue
+			}
+			if got, want := u.hasInert("a"+string(r)+"b"), u.inert(r); got != want {
+				t.Fatalf("%v: hasInert(U+%04X) = %v, want %v", u.f, r, got, want)
+			}
+		}
+	}
+}
+
+// TestCompositeTable: every pair composes, with x/text, into its composite, and there are
+// Unicode 9.0's 940 primary composites.
+func TestCompositeTable(t *testing.T) {
+	m := compositeTable()
+	for k, x := range m {
+		a, b := rune(k>>32), rune(uint32(k))
+		if got := norm.NFC.String(string(a) + string(b)); got != string(x) {
+			t.Errorf("U+%04X U+%04X → %+q, table U+%04X", a, b, got, x)
+		}
+	}
+	if len(m) != 940 {
+		t.Errorf("%d composites, want 940", len(m))
 	}
 }

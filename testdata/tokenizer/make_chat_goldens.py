@@ -125,6 +125,29 @@ CASES = [
                                    "{\"city\": \"Paris\", \"opts\": {\"b\": 1, \"a\": [1, \"x\"]}, \"n\": 5, \"flag\": true, \"none\": null, \"tags\": [\"é\"]}"}}]},
                   {"role": "tool", "content": "ok"}],
      "add_generation_prompt": True, "parse_arguments": True},
+    # Cross-check additions (see README.md): nested schemas, key order, mixed argument forms.
+    {"messages": [{"role": "system", "content": "Système 🛠"}, {"role": "user", "content": "Réserve « deux »"},
+                  {"role": "assistant", "content": "\n\nD'accord.", "reasoning_content": "\n\nbesoin d'un outil\n",
+                   "tool_calls": [{"id": "a", "type": "function", "function": {"name": "book", "arguments":
+                                   {"z": [{"b": 1, "a": [True, None]}], "ключ": "значение", "日": {"y": -3, "x": "\t"}}}},
+                                  {"type": "function", "function": {"name": "book", "arguments": "{\"z\": \"\\u00e9\", \"a\": 1}"}}]},
+                  {"role": "tool", "tool_call_id": "a", "content": "ok ✓"}, {"role": "tool", "content": ""}],
+     "tools": [{"type": "function", "function": {"name": "book", "description": "Réserve « x » — 日本",
+                "parameters": {"type": "object", "properties": {
+                    "z": {"type": "array", "items": {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "array"}}}},
+                    "ключ": {"type": "string", "enum": ["значение", "é"]}, "日": {"type": "object", "additionalProperties": False}},
+                    "required": ["z"]}}}],
+     "add_generation_prompt": True, "kwargs": {"enable_thinking": False}},
+    {"messages": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "<think>\nold\n</think>\n\na1"},
+                  {"role": "user", "content": "q2 <|im_end|> <think>"}, {"role": "assistant", "content": "a2", "reasoning_content": "r2"},
+                  {"role": "user", "content": "\t q3 \u3000"}],
+     "add_generation_prompt": True, "kwargs": {"enable_thinking": True}},
+    {"messages": [{"role": "user", "content": "use it"},
+                  {"role": "assistant", "content": None, "tool_calls": [{"type": "function", "function": {"name": "search", "arguments": {"q": "é \"x\""}}}]},
+                  {"role": "tool", "content": "result\nwith lines"}],
+     "tools": [SEARCH], "add_generation_prompt": True},
+    {"messages": [{"role": "user", "content": "ends with a file separator\u001c"}, {"role": "assistant", "content": "fine\u001f"}],
+     "add_generation_prompt": False},
 ]
 
 
