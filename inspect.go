@@ -6,7 +6,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"forge/bundle"
 	"forge/checkpoint"
+	"forge/lut"
 	"forge/model"
 )
 
@@ -36,24 +38,88 @@ type Inspection struct {
 	Params       int64       `json:"params"`
 	Bytes        int64       `json:"bytes"`
 	Parts        []PartStats `json:"parts"`
-	DTypes       []string    `json:"dtypes"`
+	DTypes       []string    `json:"dtypes,omitempty"`
+	// Bundle only: the quantization and every matrix's format and cost.
+	Bundle   bool          `json:"bundle"`
+	Method   string        `json:"method,omitempty"`
+	Format   string        `json:"format,omitempty"`
+	Matrices []MatrixStats `json:"matrices,omitempty"`
+}
+
+// MatrixStats is one matrix of a bundle: format, packed bytes, bits per
+// weight and where the ANE stack would run it.
+type MatrixStats struct {
+	Name      string  `json:"name"`
+	Part      string  `json:"part"`
+	Format    string  `json:"format"`
+	Shape     [2]int  `json:"shape"`
+	Bytes     int64   `json:"bytes"`
+	BPW       float64 `json:"bpw"`
+	Placement string  `json:"ane"`
 }
 
 // PartStats is one row of the size table.
 type PartStats struct {
-	Part   string `json:"part"`
-	Params int64  `json:"params"`
-	Bytes  int64  `json:"bytes"`
+	Part   string  `json:"part"`
+	Params int64   `json:"params"`
+	Bytes  int64   `json:"bytes"`
+	BPW    float64 `json:"bpw"`
 }
 
-// Inspect opens the checkpoint in dir and summarises it.
+// Inspect opens the checkpoint or bundle in dir and summarises it.
 func Inspect(dir string) (*Inspection, error) {
+	if bundle.IsBundle(dir) {
+		return inspectBundle(dir)
+	}
 	ck, err := checkpoint.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer ck.Close()
 	c, _ := ck.Config()
+	in := newInspection(dir, &c)
+	seen := map[string]bool{}
+	for _, t := range ck.Tensors() {
+		in.add(t.Spec, t.Bytes)
+		if d := t.DType.String(); !seen[d] {
+			seen[d] = true
+			in.DTypes = append(in.DTypes, d)
+		}
+	}
+	in.finish()
+	return in, nil
+}
+
+// inspectBundle summarises a bundle: sizes as stored, plus every matrix's
+// format, bits per weight and ANE placement.
+func inspectBundle(dir string) (*Inspection, error) {
+	b, err := bundle.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	c, _ := b.Config()
+	in := newInspection(dir, &c)
+	in.Bundle = true
+	in.Method, in.Format = b.Manifest().Quant.Method, b.Manifest().Quant.Format
+	for _, spec := range model.Tensors(&c) {
+		n, _ := b.StoredBytes(spec.Name)
+		in.add(spec, n)
+		e, ok := b.Entry(spec.Name)
+		if !ok {
+			continue
+		}
+		ms := MatrixStats{Name: spec.Name, Part: string(spec.Part), Format: e.Format, Shape: e.Shape, Bytes: e.Bytes, BPW: e.BPW}
+		if f, err := lut.ParseFormat(e.Format); err == nil {
+			ms.Placement = lut.Place(f, e.Shape[0], e.Shape[1]).String()
+		}
+		in.Matrices = append(in.Matrices, ms)
+	}
+	in.finish()
+	return in, nil
+}
+
+func newInspection(dir string, c *model.Config) *Inspection {
 	in := &Inspection{
 		Path: dir, Layers: len(c.Layers), Hidden: c.Hidden, Intermediate: c.Intermediate,
 		Vocab: c.Vocab, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim, RotaryDim: c.RotaryDim(),
@@ -68,26 +134,30 @@ func Inspect(dir string) (*Inspection, error) {
 			in.DeltaNet++
 		}
 	}
-	byPart := map[model.Part]*PartStats{}
 	for _, p := range model.Parts {
 		in.Parts = append(in.Parts, PartStats{Part: string(p)})
 	}
+	return in
+}
+
+// add counts one tensor of bytes stored bytes.
+func (in *Inspection) add(spec model.TensorSpec, bytes int64) {
 	for i := range in.Parts {
-		byPart[model.Part(in.Parts[i].Part)] = &in.Parts[i]
-	}
-	seen := map[string]bool{}
-	for _, t := range ck.Tensors() {
-		ps := byPart[t.Spec.Part]
-		ps.Params += t.Spec.Elements()
-		ps.Bytes += t.Bytes
-		in.Params += t.Spec.Elements()
-		in.Bytes += t.Bytes
-		if d := t.DType.String(); !seen[d] {
-			seen[d] = true
-			in.DTypes = append(in.DTypes, d)
+		if in.Parts[i].Part == string(spec.Part) {
+			in.Parts[i].Params += spec.Elements()
+			in.Parts[i].Bytes += bytes
 		}
 	}
-	return in, nil
+	in.Params += spec.Elements()
+	in.Bytes += bytes
+}
+
+func (in *Inspection) finish() {
+	for i := range in.Parts {
+		if p := &in.Parts[i]; p.Params > 0 {
+			p.BPW = 8 * float64(p.Bytes) / float64(p.Params)
+		}
+	}
 }
 
 // WriteTable prints the summary and the size table for a terminal.
@@ -100,12 +170,23 @@ func (in *Inspection) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "deltanet\t%d key heads × %d, %d value heads × %d, conv %d\n", in.KeyHeads, in.KeyDim, in.ValueHeads, in.ValueDim, in.ConvKernel)
 	fmt.Fprintf(tw, "context\t%d\n", in.Context)
 	fmt.Fprintf(tw, "tied embeddings\t%v\n", in.Tied)
-	fmt.Fprintf(tw, "dtypes\t%s\n\n", strings.Join(in.DTypes, ", "))
-	fmt.Fprintf(tw, "part\tparams\tbytes\tshare\t\n")
-	for _, p := range in.Parts {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f%%\t\n", p.Part, p.Params, humanBytes(p.Bytes), 100*float64(p.Bytes)/float64(max(in.Bytes, 1)))
+	if in.Bundle {
+		fmt.Fprintf(tw, "quantization\t%s, default format %s\n\n", in.Method, in.Format)
+	} else {
+		fmt.Fprintf(tw, "dtypes\t%s\n\n", strings.Join(in.DTypes, ", "))
 	}
-	fmt.Fprintf(tw, "total\t%d\t%s\t100.0%%\t\n", in.Params, humanBytes(in.Bytes))
+	fmt.Fprintf(tw, "part\tparams\tbytes\tbpw\tshare\t\n")
+	for _, p := range in.Parts {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f%%\t\n", p.Part, p.Params, humanBytes(p.Bytes), p.BPW, 100*float64(p.Bytes)/float64(max(in.Bytes, 1)))
+	}
+	fmt.Fprintf(tw, "total\t%d\t%s\t%.3f\t100.0%%\t\n", in.Params, humanBytes(in.Bytes), 8*float64(in.Bytes)/float64(max(in.Params, 1)))
+	if err := tw.Flush(); err != nil || len(in.Matrices) == 0 {
+		return err
+	}
+	fmt.Fprintf(tw, "\nmatrix\tformat\tshape\tbytes\tbpw\tANE\t\n")
+	for _, m := range in.Matrices {
+		fmt.Fprintf(tw, "%s\t%s\t%dx%d\t%s\t%.3f\t%s\t\n", m.Name, m.Format, m.Shape[0], m.Shape[1], humanBytes(m.Bytes), m.BPW, m.Placement)
+	}
 	return tw.Flush()
 }
 

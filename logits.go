@@ -12,14 +12,13 @@ import (
 	"strconv"
 	"time"
 
-	"forge/checkpoint"
 	"forge/model"
 	"forge/safetensors"
 )
 
 // LogitsConfig configures Logits.
 type LogitsConfig struct {
-	Model  string // checkpoint directory
+	Model  string // checkpoint or bundle directory
 	Tokens string // JSON file: a list of token ids, or a list of such lists
 	Out    string // output .safetensors
 	Decode bool   // one token at a time (recurrent form) instead of one prefill
@@ -51,15 +50,11 @@ func Logits(ctx context.Context, cfg LogitsConfig) (*LogitsReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	ck, err := checkpoint.Open(cfg.Model)
+	m, src, err := loadModel(cfg.Model)
 	if err != nil {
 		return nil, err
 	}
-	defer ck.Close()
-	m, err := model.Load(ck)
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", cfg.Model, err)
-	}
+	defer src.Close()
 	for i, s := range seqs {
 		if err := m.CheckTokens(s); err != nil {
 			return nil, fmt.Errorf("%s: sequence %d: %w", cfg.Tokens, i, err)

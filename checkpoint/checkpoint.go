@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -251,4 +253,39 @@ func (c *Checkpoint) Close() error {
 	}
 	c.files = nil
 	return errors.Join(errs...)
+}
+
+// Raw returns a tensor's bytes as stored (aliasing the mmap'd file).
+func (c *Checkpoint) Raw(name string) ([]byte, error) {
+	e, ok := c.tensors[name]
+	if !ok {
+		return nil, fmt.Errorf("checkpoint %s: no tensor %q", c.dir, name)
+	}
+	return e.file.Bytes(e.name)
+}
+
+// Fingerprint identifies the checkpoint's contents cheaply: the hex SHA-256
+// of config.json followed by, for every safetensors file in name order, its
+// name, size and header (names, dtypes, shapes and offsets). It changes when
+// the architecture or the tensor layout changes, not on a weight edit that
+// keeps the layout; it is a provenance record, not an integrity check.
+func (c *Checkpoint) Fingerprint() (string, error) {
+	h := sha256.New()
+	raw, err := os.ReadFile(filepath.Join(c.dir, "config.json"))
+	if err != nil {
+		return "", err
+	}
+	h.Write(raw)
+	for _, f := range c.files {
+		st, err := os.Stat(f.Path())
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "\n%s %d\n", filepath.Base(f.Path()), st.Size())
+		for _, n := range f.Names() {
+			info, _ := f.Info(n)
+			fmt.Fprintf(h, "%s %v %v %d %d\n", n, info.DType, info.Shape, info.Begin, info.End)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -90,7 +90,7 @@ func benchMul(b *testing.B, f Format, out, in, T int) {
 // benchMatrices returns enough copies of a random out×in matrix in format
 // f (bf16: a tensor.DenseBF16) to span benchSpan bytes. Copies share the
 // small arrays and have their own index (or weight) bytes.
-func benchMatrices(b *testing.B, f Format, out, in int) []linear {
+func benchMatrices(b testing.TB, f Format, out, in int) []linear {
 	g := rand.New(rand.NewPCG(7, 8))
 	var p Parts
 	var bulk []byte

@@ -60,11 +60,11 @@ type Format struct {
 
 // Handy formats (the seed's deployed set).
 var (
-	LUT4      = Format{Kind: Scalar, Bits: 4, Dim: 1}
-	Vec2x16   = Format{Kind: Vector, Bits: 4, Dim: 2}
-	INT8      = Format{Kind: Int8, Bits: 8, Dim: 1}
-	BFloat16  = Format{Kind: BF16, Bits: 16}
-	Float16   = Format{Kind: FP16, Bits: 16}
+	LUT4     = Format{Kind: Scalar, Bits: 4, Dim: 1}
+	Vec2x16  = Format{Kind: Vector, Bits: 4, Dim: 2}
+	INT8     = Format{Kind: Int8, Bits: 8, Dim: 1}
+	BFloat16 = Format{Kind: BF16, Bits: 16}
+	Float16  = Format{Kind: FP16, Bits: 16}
 )
 
 // LUTFormat returns `LUT<bits> per-tensor + pcs` (group 0) or

@@ -9,23 +9,31 @@ import (
 
 // AVX-512 kernels: 16 float32 lanes, fused multiply-add, float32 sums.
 //
-// Codes are decoded in registers, never through memory. A 16-byte block of
-// a byte-aligned index row holds P = 8/bits codes per byte; loaded and
-// zero-extended to 16 uint32 lanes (VPMOVZXBD), lane i holds byte i, whose
-// phase-p code (bits b·p …) belongs to column P·i + p of the block. So
-// (lane >> b·p) & (2^b−1) is a vector of 16 codes of phase p, a VPERMPS of
-// the ≤16-entry codebook held in one register turns them into 16 weights,
-// and one FMA multiplies them with the 16 x values of phase p — which is
-// why x is first rearranged into that "phase layout" (permuteX), once per
-// call. INT8 is simpler: 16 int8 codes are sign-extended (VPMOVSXBD),
-// converted (VCVTDQ2PS) and FMA'd with x in natural order (P = 1).
+// Codes are decoded in registers. A 16-byte block of a byte-aligned index
+// row holds P = 8/bits codes per byte; loaded and zero-extended to 16
+// uint32 lanes (VPMOVZXBD), lane i holds byte i, whose phase-p code (bits
+// b·p …) belongs to column P·i + p of the block. VPERMPS uses only the low
+// 4 bits of each lane, and the tables repeat with period K up to 16
+// entries (Matrix.buildTables), so permuting the table by the lanes
+// shifted right by b·p yields the 16 weights of phase p without masking.
+// One FMA multiplies them with the 16 x values of phase p: x is first
+// rearranged into that "phase layout" (permuteX), once per call. INT8 is
+// simpler: 16 int8 codes are sign-extended (VPMOVSXBD) and converted
+// (VCVTDQ2PS) in natural order (P = 1).
+//
+// T = 1 (decode) runs fused kernels over eight weight rows at once: eight
+// concurrent memory streams per core, which DRAM serves much faster than
+// four. T > 1 decodes eight rows a chunk at a time into a small buffer
+// (dec*) and multiplies it with the x rows by dense 4×2 register-blocked
+// kernels (dot4x2, dot4x1), so decoding is paid once per weight, not once
+// per x row.
 //
 // Loads go through unsafe pointers so that each is one instruction with no
 // bounds check. They stay in bounds because the drivers (kernel_simd.go)
 // pass only whole 16-byte blocks of rows that exist (checked against the
 // slice length first) and copy a row's last partial block into a zeroed
-// stack buffer; xp is sized for whole blocks (prepare). Each kernel keeps
-// at most 12 vectors live (Go allocates Z0–Z14 only), so nothing spills.
+// stack buffer; xp and the decode buffer are sized for whole blocks. Each
+// kernel keeps at most 13 vectors live (Go allocates Z0–Z14 only).
 
 // ldIdx loads the 16 code bytes at p, zero-extended to uint32 lanes.
 func ldIdx(p unsafe.Pointer) archsimd.Uint32x16 {
@@ -42,6 +50,11 @@ func ldX(p unsafe.Pointer, i int) archsimd.Float32x16 {
 	return archsimd.LoadFloat32x16((*[16]float32)(unsafe.Add(p, 4*i)))
 }
 
+// stX stores v at p[i…i+15].
+func stX(p unsafe.Pointer, i int, v archsimd.Float32x16) {
+	v.Store((*[16]float32)(unsafe.Add(p, 4*i)))
+}
+
 // hsum returns the sum of v's 16 lanes.
 func hsum(v archsimd.Float32x16) float32 {
 	h := v.GetLo().Add(v.GetHi())
@@ -51,128 +64,142 @@ func hsum(v archsimd.Float32x16) float32 {
 	return q.GetElem(0)
 }
 
-// lutRows4 returns, for the four index rows at w, w+ld, w+2·ld, w+3·ld
-// (nb whole 16-byte blocks each, bits-bit codes, one shared ≤16-entry
-// table), Σ_j tab[code(j)]·x[j] with x in phase layout at xp.
-func lutRows4(tab *[16]float32, bits int, w unsafe.Pointer, ld, nb int, xp unsafe.Pointer) (s0, s1, s2, s3 float32) {
+// lutRows8 returns Σ_j tab[code(j)]·x[j] for the eight index rows at
+// w + k·ld (nb whole 16-byte blocks each, 1- or 2-bit codes, one shared
+// table) and one x row in phase layout at xp. The phases of one row's
+// block run as a loop (lutPhases): the loop boundary keeps Go's scheduler
+// from hoisting every row's loads and permutes to the top of the block,
+// which spills vectors to the stack.
+func lutRows8(tab *[16]float32, bits int, w unsafe.Pointer, ld, nb int, xp unsafe.Pointer) (s [8]float32) {
 	t := archsimd.LoadFloat32x16(tab)
-	mask := archsimd.BroadcastUint32x16(1<<bits - 1)
-	P := 8 / bits
-	var a0, a1, a2, a3 archsimd.Float32x16
+	P, sh := 8/bits, archsimd.BroadcastUint32x16(uint32(bits))
+	var a0, a1, a2, a3, a4, a5, a6, a7 archsimd.Float32x16
 	for b := range nb {
-		q := unsafe.Add(w, 16*b)
-		c0, c1 := ldIdx(q), ldIdx(unsafe.Add(q, ld))
-		c2, c3 := ldIdx(unsafe.Add(q, 2*ld)), ldIdx(unsafe.Add(q, 3*ld))
-		xb := unsafe.Add(xp, 64*P*b)
-		for p := range P {
-			x, sh := ldX(xb, 16*p), uint64(bits*p)
-			a0 = t.Permute(c0.ShiftAllRight(sh).And(mask)).MulAdd(x, a0)
-			a1 = t.Permute(c1.ShiftAllRight(sh).And(mask)).MulAdd(x, a1)
-			a2 = t.Permute(c2.ShiftAllRight(sh).And(mask)).MulAdd(x, a2)
-			a3 = t.Permute(c3.ShiftAllRight(sh).And(mask)).MulAdd(x, a3)
+		q, xb := unsafe.Add(w, 16*b), unsafe.Add(xp, 64*P*b)
+		a0 = lutPhases(t, ldIdx(q), xb, P, sh, a0)
+		a1 = lutPhases(t, ldIdx(unsafe.Add(q, ld)), xb, P, sh, a1)
+		a2 = lutPhases(t, ldIdx(unsafe.Add(q, 2*ld)), xb, P, sh, a2)
+		a3 = lutPhases(t, ldIdx(unsafe.Add(q, 3*ld)), xb, P, sh, a3)
+		a4 = lutPhases(t, ldIdx(unsafe.Add(q, 4*ld)), xb, P, sh, a4)
+		a5 = lutPhases(t, ldIdx(unsafe.Add(q, 5*ld)), xb, P, sh, a5)
+		a6 = lutPhases(t, ldIdx(unsafe.Add(q, 6*ld)), xb, P, sh, a6)
+		a7 = lutPhases(t, ldIdx(unsafe.Add(q, 7*ld)), xb, P, sh, a7)
+	}
+	return [8]float32{hsum(a0), hsum(a1), hsum(a2), hsum(a3), hsum(a4), hsum(a5), hsum(a6), hsum(a7)}
+}
+
+// lutPhases adds the P phases of one block of codes c times the block's
+// x (phase layout at xb) to a. Shifts use per-lane counts (VPSRLVD, one
+// instruction) rather than ShiftAllRight, whose count goes through a
+// general register every time.
+func lutPhases(t archsimd.Float32x16, c archsimd.Uint32x16, xb unsafe.Pointer, P int, sh archsimd.Uint32x16, a archsimd.Float32x16) archsimd.Float32x16 {
+	for p := range P {
+		a = t.Permute(c).MulAdd(ldX(xb, 16*p), a)
+		c = c.ShiftRight(sh)
+	}
+	return a
+}
+
+// lut4Rows8 is lutRows8 for 4-bit codes, the phases unrolled: per block
+// the low nibbles are columns 2i, the high nibbles columns 2i+1. Each row
+// sits in its own `if ld > 0` block, always true: the block boundary does
+// what the phase loop does for lutRows8 (no hoisting, no spills), without
+// the loop overhead. 1.5× faster than lutRows8 at 4 bits, in cache.
+func lut4Rows8(tab *[16]float32, w unsafe.Pointer, ld, nb int, xp unsafe.Pointer) (s [8]float32) {
+	t, sh := archsimd.LoadFloat32x16(tab), archsimd.BroadcastUint32x16(4)
+	var a0, a1, a2, a3, a4, a5, a6, a7 archsimd.Float32x16
+	for b := range nb {
+		q, xb := unsafe.Add(w, 16*b), unsafe.Add(xp, 128*b)
+		if ld > 0 {
+			a0 = lut4(t, ldIdx(q), xb, sh, a0)
+		}
+		if ld > 0 {
+			a1 = lut4(t, ldIdx(unsafe.Add(q, ld)), xb, sh, a1)
+		}
+		if ld > 0 {
+			a2 = lut4(t, ldIdx(unsafe.Add(q, 2*ld)), xb, sh, a2)
+		}
+		if ld > 0 {
+			a3 = lut4(t, ldIdx(unsafe.Add(q, 3*ld)), xb, sh, a3)
+		}
+		if ld > 0 {
+			a4 = lut4(t, ldIdx(unsafe.Add(q, 4*ld)), xb, sh, a4)
+		}
+		if ld > 0 {
+			a5 = lut4(t, ldIdx(unsafe.Add(q, 5*ld)), xb, sh, a5)
+		}
+		if ld > 0 {
+			a6 = lut4(t, ldIdx(unsafe.Add(q, 6*ld)), xb, sh, a6)
+		}
+		if ld > 0 {
+			a7 = lut4(t, ldIdx(unsafe.Add(q, 7*ld)), xb, sh, a7)
 		}
 	}
-	return hsum(a0), hsum(a1), hsum(a2), hsum(a3)
+	return [8]float32{hsum(a0), hsum(a1), hsum(a2), hsum(a3), hsum(a4), hsum(a5), hsum(a6), hsum(a7)}
 }
 
-// lut4Rows4 is lutRows4 for 4-bit codes (P = 2), unrolled: per block, the
-// low nibbles are columns 2i and the high nibbles columns 2i+1.
-func lut4Rows4(tab *[16]float32, w unsafe.Pointer, ld, nb int, xp unsafe.Pointer) (s0, s1, s2, s3 float32) {
-	t := archsimd.LoadFloat32x16(tab)
-	mask := archsimd.BroadcastUint32x16(15)
-	var a0, a1, a2, a3 archsimd.Float32x16
-	for b := range nb {
-		q := unsafe.Add(w, 16*b)
-		c0, c1 := ldIdx(q), ldIdx(unsafe.Add(q, ld))
-		c2, c3 := ldIdx(unsafe.Add(q, 2*ld)), ldIdx(unsafe.Add(q, 3*ld))
-		xb := unsafe.Add(xp, 128*b)
-		x := ldX(xb, 0)
-		a0 = t.Permute(c0.And(mask)).MulAdd(x, a0)
-		a1 = t.Permute(c1.And(mask)).MulAdd(x, a1)
-		a2 = t.Permute(c2.And(mask)).MulAdd(x, a2)
-		a3 = t.Permute(c3.And(mask)).MulAdd(x, a3)
-		x = ldX(xb, 16)
-		a0 = t.Permute(c0.ShiftAllRight(4)).MulAdd(x, a0)
-		a1 = t.Permute(c1.ShiftAllRight(4)).MulAdd(x, a1)
-		a2 = t.Permute(c2.ShiftAllRight(4)).MulAdd(x, a2)
-		a3 = t.Permute(c3.ShiftAllRight(4)).MulAdd(x, a3)
-	}
-	return hsum(a0), hsum(a1), hsum(a2), hsum(a3)
+// lut4 is lutPhases for 4-bit codes, unrolled.
+func lut4(t archsimd.Float32x16, c archsimd.Uint32x16, xb unsafe.Pointer, sh archsimd.Uint32x16, a archsimd.Float32x16) archsimd.Float32x16 {
+	a = t.Permute(c).MulAdd(ldX(xb, 0), a)
+	return t.Permute(c.ShiftRight(sh)).MulAdd(ldX(xb, 16), a)
 }
 
-// lutTile4 returns Σ_j tab[code(j)]·x_k[j] for one index row at w (nb
-// blocks) and four x rows in phase layout at x0…x3 (which may repeat).
-func lutTile4(tab *[16]float32, bits int, w unsafe.Pointer, nb int, x0, x1, x2, x3 unsafe.Pointer) (s0, s1, s2, s3 float32) {
-	t := archsimd.LoadFloat32x16(tab)
-	mask := archsimd.BroadcastUint32x16(1<<bits - 1)
-	P := 8 / bits
-	var a0, a1, a2, a3 archsimd.Float32x16
-	for b := range nb {
-		c := ldIdx(unsafe.Add(w, 16*b))
-		for p := range P {
-			v := t.Permute(c.ShiftAllRight(uint64(bits * p)).And(mask))
-			i := 16 * (P*b + p)
-			a0 = v.MulAdd(ldX(x0, i), a0)
-			a1 = v.MulAdd(ldX(x1, i), a1)
-			a2 = v.MulAdd(ldX(x2, i), a2)
-			a3 = v.MulAdd(ldX(x3, i), a3)
+// vec2Rows4 is the T = 1 kernel of 2-vector formats: four index rows at
+// w + k·ld (one shared codebook with components u0, u1), each code
+// selecting the weights of two output rows; s[2k+c] is index row k,
+// component c. Each row is read as two streams, blocks [0, h) and
+// [h, 2h), so that the four rows make eight concurrent memory streams.
+// Rows sit in `if ld > 0` blocks as in lut4Rows8.
+func vec2Rows4(u0, u1 *[16]float32, bits int, w unsafe.Pointer, ld, h int, xp unsafe.Pointer) (s [8]float32) {
+	t0, t1 := archsimd.LoadFloat32x16(u0), archsimd.LoadFloat32x16(u1)
+	P, sh := 8/bits, archsimd.BroadcastUint32x16(uint32(bits))
+	wh, xh := 16*h, 64*P*h // offsets of the second stream
+	var a0, a1, a2, a3, a4, a5, a6, a7 archsimd.Float32x16
+	for b := range h {
+		q, xa := unsafe.Add(w, 16*b), unsafe.Add(xp, 64*P*b)
+		qb, xb := unsafe.Add(q, wh), unsafe.Add(xa, xh)
+		if ld > 0 {
+			a0, a1 = vecPhases(t0, t1, ldIdx(q), xa, P, sh, a0, a1)
+		}
+		if ld > 0 {
+			a0, a1 = vecPhases(t0, t1, ldIdx(qb), xb, P, sh, a0, a1)
+		}
+		if ld > 0 {
+			a2, a3 = vecPhases(t0, t1, ldIdx(unsafe.Add(q, ld)), xa, P, sh, a2, a3)
+		}
+		if ld > 0 {
+			a2, a3 = vecPhases(t0, t1, ldIdx(unsafe.Add(qb, ld)), xb, P, sh, a2, a3)
+		}
+		if ld > 0 {
+			a4, a5 = vecPhases(t0, t1, ldIdx(unsafe.Add(q, 2*ld)), xa, P, sh, a4, a5)
+		}
+		if ld > 0 {
+			a4, a5 = vecPhases(t0, t1, ldIdx(unsafe.Add(qb, 2*ld)), xb, P, sh, a4, a5)
+		}
+		if ld > 0 {
+			a6, a7 = vecPhases(t0, t1, ldIdx(unsafe.Add(q, 3*ld)), xa, P, sh, a6, a7)
+		}
+		if ld > 0 {
+			a6, a7 = vecPhases(t0, t1, ldIdx(unsafe.Add(qb, 3*ld)), xb, P, sh, a6, a7)
 		}
 	}
-	return hsum(a0), hsum(a1), hsum(a2), hsum(a3)
+	return [8]float32{hsum(a0), hsum(a1), hsum(a2), hsum(a3), hsum(a4), hsum(a5), hsum(a6), hsum(a7)}
 }
 
-// vec2Rows2 is the T = 1 kernel of 2-vector formats: index rows at w and
-// w+ld (one shared codebook, components t0 and t1), each code selecting
-// the weights of two output rows. Results: (row 0, comp 0), (row 0,
-// comp 1), (row 1, comp 0), (row 1, comp 1).
-func vec2Rows2(t0, t1 *[16]float32, bits int, w unsafe.Pointer, ld, nb int, xp unsafe.Pointer) (s00, s01, s10, s11 float32) {
-	u0, u1 := archsimd.LoadFloat32x16(t0), archsimd.LoadFloat32x16(t1)
-	mask := archsimd.BroadcastUint32x16(1<<bits - 1)
-	P := 8 / bits
-	var a00, a01, a10, a11 archsimd.Float32x16
-	for b := range nb {
-		q := unsafe.Add(w, 16*b)
-		c0, c1 := ldIdx(q), ldIdx(unsafe.Add(q, ld))
-		xb := unsafe.Add(xp, 64*P*b)
-		for p := range P {
-			x, sh := ldX(xb, 16*p), uint64(bits*p)
-			i := c0.ShiftAllRight(sh).And(mask)
-			a00 = u0.Permute(i).MulAdd(x, a00)
-			a01 = u1.Permute(i).MulAdd(x, a01)
-			i = c1.ShiftAllRight(sh).And(mask)
-			a10 = u0.Permute(i).MulAdd(x, a10)
-			a11 = u1.Permute(i).MulAdd(x, a11)
-		}
+// vecPhases is lutPhases for two components.
+func vecPhases(t0, t1 archsimd.Float32x16, c archsimd.Uint32x16, xb unsafe.Pointer, P int, sh archsimd.Uint32x16, a0, a1 archsimd.Float32x16) (archsimd.Float32x16, archsimd.Float32x16) {
+	for p := range P {
+		x := ldX(xb, 16*p)
+		a0, a1 = t0.Permute(c).MulAdd(x, a0), t1.Permute(c).MulAdd(x, a1)
+		c = c.ShiftRight(sh)
 	}
-	return hsum(a00), hsum(a01), hsum(a10), hsum(a11)
+	return a0, a1
 }
 
-// vec2Tile2 is the T > 1 kernel of 2-vector formats: one index row at w,
-// two x rows x0, x1. Results: (comp 0, x0), (comp 1, x0), (comp 0, x1),
-// (comp 1, x1).
-func vec2Tile2(t0, t1 *[16]float32, bits int, w unsafe.Pointer, nb int, x0, x1 unsafe.Pointer) (s00, s10, s01, s11 float32) {
-	u0, u1 := archsimd.LoadFloat32x16(t0), archsimd.LoadFloat32x16(t1)
-	mask := archsimd.BroadcastUint32x16(1<<bits - 1)
-	P := 8 / bits
-	var a00, a10, a01, a11 archsimd.Float32x16
-	for b := range nb {
-		c := ldIdx(unsafe.Add(w, 16*b))
-		for p := range P {
-			i := c.ShiftAllRight(uint64(bits * p)).And(mask)
-			v0, v1 := u0.Permute(i), u1.Permute(i)
-			k := 16 * (P*b + p)
-			y0, y1 := ldX(x0, k), ldX(x1, k)
-			a00, a10 = v0.MulAdd(y0, a00), v1.MulAdd(y0, a10)
-			a01, a11 = v0.MulAdd(y1, a01), v1.MulAdd(y1, a11)
-		}
-	}
-	return hsum(a00), hsum(a10), hsum(a01), hsum(a11)
-}
-
-// i8Rows4 returns Σ_j c[j]·x[j] for four INT8 code rows at w + k·ld (nb
-// blocks of 16 codes) and one x row at xp.
-func i8Rows4(w unsafe.Pointer, ld, nb int, xp unsafe.Pointer) (s0, s1, s2, s3 float32) {
-	var a0, a1, a2, a3 archsimd.Float32x16
+// i8Rows8 returns Σ_j c[j]·x[j] for the eight INT8 code rows at w + k·ld
+// (nb blocks of 16 codes) and one x row at xp.
+func i8Rows8(w unsafe.Pointer, ld, nb int, xp unsafe.Pointer) (s [8]float32) {
+	var a0, a1, a2, a3, a4, a5, a6, a7 archsimd.Float32x16
 	for b := range nb {
 		q := unsafe.Add(w, 16*b)
 		x := ldX(xp, 16*b)
@@ -180,20 +207,111 @@ func i8Rows4(w unsafe.Pointer, ld, nb int, xp unsafe.Pointer) (s0, s1, s2, s3 fl
 		a1 = ldI8(unsafe.Add(q, ld)).MulAdd(x, a1)
 		a2 = ldI8(unsafe.Add(q, 2*ld)).MulAdd(x, a2)
 		a3 = ldI8(unsafe.Add(q, 3*ld)).MulAdd(x, a3)
+		a4 = ldI8(unsafe.Add(q, 4*ld)).MulAdd(x, a4)
+		a5 = ldI8(unsafe.Add(q, 5*ld)).MulAdd(x, a5)
+		a6 = ldI8(unsafe.Add(q, 6*ld)).MulAdd(x, a6)
+		a7 = ldI8(unsafe.Add(q, 7*ld)).MulAdd(x, a7)
 	}
-	return hsum(a0), hsum(a1), hsum(a2), hsum(a3)
+	return [8]float32{hsum(a0), hsum(a1), hsum(a2), hsum(a3), hsum(a4), hsum(a5), hsum(a6), hsum(a7)}
 }
 
-// i8Tile4 returns Σ_j c[j]·x_k[j] for one INT8 code row at w and four x
-// rows x0…x3 (which may repeat).
-func i8Tile4(w unsafe.Pointer, nb int, x0, x1, x2, x3 unsafe.Pointer) (s0, s1, s2, s3 float32) {
-	var a0, a1, a2, a3 archsimd.Float32x16
+// decLUT writes the weights (unscaled table values) of blocks [0, nb) of
+// the rows index rows at w + k·ld, in phase layout, to dst + k·ds floats:
+// block by block across the rows, so that they stream from memory
+// together.
+func decLUT(tab *[16]float32, bits int, w unsafe.Pointer, ld, rows, nb int, dst unsafe.Pointer, ds int) {
+	t := archsimd.LoadFloat32x16(tab)
+	P, sh := 8/bits, archsimd.BroadcastUint32x16(uint32(bits))
 	for b := range nb {
-		v := ldI8(unsafe.Add(w, 16*b))
-		a0 = v.MulAdd(ldX(x0, 16*b), a0)
-		a1 = v.MulAdd(ldX(x1, 16*b), a1)
-		a2 = v.MulAdd(ldX(x2, 16*b), a2)
-		a3 = v.MulAdd(ldX(x3, 16*b), a3)
+		for k := range rows {
+			c, d := ldIdx(unsafe.Add(w, k*ld+16*b)), unsafe.Add(dst, 4*(k*ds+16*P*b))
+			for p := range P {
+				stX(d, 16*p, t.Permute(c))
+				c = c.ShiftRight(sh)
+			}
+		}
 	}
-	return hsum(a0), hsum(a1), hsum(a2), hsum(a3)
+}
+
+// decVec2 is decLUT for 2-vector index rows: row k's component c goes
+// to dst + (2k+c)·ds floats.
+func decVec2(u0, u1 *[16]float32, bits int, w unsafe.Pointer, ld, rows, nb int, dst unsafe.Pointer, ds int) {
+	t0, t1 := archsimd.LoadFloat32x16(u0), archsimd.LoadFloat32x16(u1)
+	P, sh := 8/bits, archsimd.BroadcastUint32x16(uint32(bits))
+	for b := range nb {
+		for k := range rows {
+			c := ldIdx(unsafe.Add(w, k*ld+16*b))
+			d0 := unsafe.Add(dst, 4*(2*k*ds+16*P*b))
+			d1 := unsafe.Add(d0, 4*ds)
+			for p := range P {
+				stX(d0, 16*p, t0.Permute(c))
+				stX(d1, 16*p, t1.Permute(c))
+				c = c.ShiftRight(sh)
+			}
+		}
+	}
+}
+
+// decI8 is decLUT for INT8 code rows: 16 codes per block as float32.
+func decI8(w unsafe.Pointer, ld, rows, nb int, dst unsafe.Pointer, ds int) {
+	for b := range nb {
+		for k := range rows {
+			stX(dst, k*ds+16*b, ldI8(unsafe.Add(w, k*ld+16*b)))
+		}
+	}
+}
+
+// dot4x2 returns the dot products of the four rows at w + k·ldw (float32
+// stride ldw, n floats each, n a multiple of 16) with the two x rows at x0
+// and x1: s[2k+i] is row k with x_i. Twelve live vectors.
+func dot4x2(w unsafe.Pointer, ldw, n int, x0, x1 unsafe.Pointer) (s [8]float32) {
+	var a0, a1, b0, b1, c0, c1, d0, d1 archsimd.Float32x16
+	l := 4 * ldw
+	for j := 0; j < n; j += 16 {
+		y0, y1 := ldX(x0, j), ldX(x1, j)
+		u := ldX(w, j)
+		a0, a1 = u.MulAdd(y0, a0), u.MulAdd(y1, a1)
+		u = ldX(unsafe.Add(w, l), j)
+		b0, b1 = u.MulAdd(y0, b0), u.MulAdd(y1, b1)
+		u = ldX(unsafe.Add(w, 2*l), j)
+		c0, c1 = u.MulAdd(y0, c0), u.MulAdd(y1, c1)
+		u = ldX(unsafe.Add(w, 3*l), j)
+		d0, d1 = u.MulAdd(y0, d0), u.MulAdd(y1, d1)
+	}
+	return [8]float32{hsum(a0), hsum(a1), hsum(b0), hsum(b1), hsum(c0), hsum(c1), hsum(d0), hsum(d1)}
+}
+
+// dot4x1 is dot4x2 for one x row: s[k] is row k with x.
+func dot4x1(w unsafe.Pointer, ldw, n int, x unsafe.Pointer) (s [4]float32) {
+	var a0, a1, a2, a3 archsimd.Float32x16
+	l := 4 * ldw
+	for j := 0; j < n; j += 16 {
+		y := ldX(x, j)
+		a0 = ldX(w, j).MulAdd(y, a0)
+		a1 = ldX(unsafe.Add(w, l), j).MulAdd(y, a1)
+		a2 = ldX(unsafe.Add(w, 2*l), j).MulAdd(y, a2)
+		a3 = ldX(unsafe.Add(w, 3*l), j).MulAdd(y, a3)
+	}
+	return [4]float32{hsum(a0), hsum(a1), hsum(a2), hsum(a3)}
+}
+
+// Lane indices into the concatenation of two vectors: the even and the odd
+// elements.
+var (
+	evenIdx = [16]uint32{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30}
+	oddIdx  = [16]uint32{1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31}
+)
+
+// deinterleave is permuteX for P = 2 on whole 32-float blocks: each block
+// of x becomes its 16 even elements followed by its 16 odd ones
+// (VPERMI2PS). len(dst) = len(x), a multiple of 32.
+func deinterleave(dst, x []float32) {
+	x = x[:len(dst)]
+	ev, od := archsimd.LoadUint32x16(&evenIdx), archsimd.LoadUint32x16(&oddIdx)
+	for b := 0; b+32 <= len(x); b += 32 {
+		lo := archsimd.LoadFloat32x16((*[16]float32)(x[b : b+16]))
+		hi := archsimd.LoadFloat32x16((*[16]float32)(x[b+16 : b+32]))
+		lo.ConcatPermute(hi, ev).Store((*[16]float32)(dst[b : b+16]))
+		lo.ConcatPermute(hi, od).Store((*[16]float32)(dst[b+16 : b+32]))
+	}
 }

@@ -258,7 +258,9 @@ func (m *Matrix) Size() Size { return m.f.Size(m.out, m.in, m.rank) }
 func (m *Matrix) Bytes() int64 { return m.Size().Total() }
 
 // BitsPerWeight is 8·Bytes()/(out·in), all arrays included.
-func (m *Matrix) BitsPerWeight() float64 { return 8 * float64(m.Bytes()) / (float64(m.out) * float64(m.in)) }
+func (m *Matrix) BitsPerWeight() float64 {
+	return 8 * float64(m.Bytes()) / (float64(m.out) * float64(m.in))
+}
 
 // Codes unpacks the whole index matrix ([out/d][in], row-major) into dst
 // (len ≥ out/d·in); INT8 codes come out as their two's-complement bytes.

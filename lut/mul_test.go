@@ -112,18 +112,20 @@ func TestMulNoAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items under the race detector")
 	}
-	for _, name := range []string{"LUT4 per-tensor + pcs", "vector 2x16 + pcs", "INT8 per-channel", "LUT3 per-tensor + pcs", "bf16"} {
-		for _, T := range []int{1, 8} {
-			for _, r := range []int{0, 4} {
-				m := randomMatrix(t, mustFormat(t, name), 512, 1024, r, r > 0, 1)
-				x, dst := randomX(T, 1024, 2), tensor.New(T, 512)
-				m.Mul(dst, x)
-				if a := testing.AllocsPerRun(20, func() { m.Mul(dst, x) }); a != 0 {
-					t.Errorf("%s T=%d r=%d: Mul allocates %v times per call", name, T, r, a)
+	forEachPath(t, func(t *testing.T) {
+		for _, name := range []string{"LUT4 per-tensor + pcs", "vector 2x16 + pcs", "INT8 per-channel", "LUT2 g64 + pcs", "LUT3 per-tensor + pcs", "bf16"} {
+			for _, T := range []int{1, 8} {
+				for _, r := range []int{0, 4} {
+					m := randomMatrix(t, mustFormat(t, name), 512, 1024, r, r > 0, 1)
+					x, dst := randomX(T, 1024, 2), tensor.New(T, 512)
+					m.Mul(dst, x)
+					if a := testing.AllocsPerRun(20, func() { m.Mul(dst, x) }); a != 0 {
+						t.Errorf("%s T=%d r=%d: Mul allocates %v times per call", name, T, r, a)
+					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestMulConcurrent runs one Matrix from several goroutines at once and

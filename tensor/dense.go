@@ -88,10 +88,13 @@ func (d *Dense) Row(o int, dst []float32) {
 // Mul sets dst[t][o] = Σ_j x[t][j]·W[o][j] for x [T, in] and dst [T, out],
 // accumulating in float32 (summation order differs from a plain loop, so
 // results agree with it to float32 rounding, not bit for bit). The output
-// rows are split over the worker pool (Parallel); each weight row is read
-// from memory once per call for up to tileT (64) rows of x, so a T = 8 call
-// costs far less than eight T = 1 calls. Mul does not allocate (after
-// warm-up). dst must not overlap x. Mul panics if the shapes do not match.
+// rows are split over the worker pool (Parallel), and every weight is read
+// from memory once per call, so a T = 8 call costs far less than eight
+// T = 1 calls. Small T (decode, verification) runs dot-product kernels
+// (mulRows); from gemmKernels.minT rows (prefill) Mul widens each panel of
+// weights once and runs an outer-product GEMM over it (gemm.go). Mul does
+// not allocate (after warm-up). dst must not overlap x. Mul panics if the
+// shapes do not match.
 func (d *Dense) Mul(dst, x *Matrix) {
 	if x.Cols != d.in || dst.Rows != x.Rows || dst.Cols != d.out {
 		panic(fmt.Sprintf("tensor.Dense.Mul: W %dx%d, x %dx%d, dst %dx%d",
@@ -106,7 +109,7 @@ func (d *Dense) Mul(dst, x *Matrix) {
 	}
 	j := mulJobs.Get().(*mulJob)
 	j.d, j.dst, j.x = d, dst, x
-	if g := kern.gemm; x.Rows >= g.minT {
+	if g := kern.gemm; x.Rows >= g.minT[d.dt] {
 		// Prefill: the GEMM path (gemm.go), by panels of g.nr rows.
 		j.g = g
 		panels := (d.out + g.nr - 1) / g.nr
@@ -127,12 +130,13 @@ func (d *Dense) Mul(dst, x *Matrix) {
 // pool splits the output rows on multiples of it.
 const rowBlock = 8
 
-// mulJob carries one Mul's operands to the pool's workers. run is the
-// method value j.rows, built once per job so that Mul does not allocate.
+// mulJob carries one Mul's operands to the pool's workers. run and runGEMM
+// are the method values j.rows and j.panels, built once per job so that Mul
+// does not allocate.
 type mulJob struct {
 	d       *Dense
 	dst, x  *Matrix
-	g       *gemmKernels
+	g       *gemmKernels // the GEMM path's kernels (runGEMM)
 	run     func(lo, hi int)
 	runGEMM func(lo, hi int)
 }
@@ -159,6 +163,7 @@ const (
 	// tileT is the number of x rows multiplied per pass over the weights:
 	// at T ≥ tileT the kernels are compute bound, so re-reading the
 	// weights once per tile costs little, and a tile of x stays in cache.
+	// (Mul sends such T to the GEMM path, which reads them once.)
 	tileT = 64
 	// tileJ is the column tile used when tileT rows of x would not fit in
 	// a core's L2 (tileBytes); partial sums are then added into dst.

@@ -92,20 +92,39 @@ func checkMul(t testing.TB, d *Dense, x *Matrix) {
 	for i, w := range want {
 		tol := 4*math.Sqrt(float64(in+1))*eps*bound[i] + 1e-30
 		if got := float64(dst.Data[i]); !(math.Abs(got-w) <= tol) {
-			t.Fatalf("%s %dx%d T=%d: dst[%d][%d] = %g, want %g ± %g",
-				kern.name, out, in, x.Rows, i/max(out, 1), i%max(out, 1), got, w, tol)
+			t.Fatalf("%s (gemm from T=%d) %dx%d T=%d: dst[%d][%d] = %g, want %g ± %g",
+				kern.name, kern.gemm.minT[d.dt], out, in, x.Rows, i/max(out, 1), i%max(out, 1), got, w, tol)
 		}
 	}
 }
 
-// forEachKernelSet runs fn with each kernel set this build and CPU offer.
-func forEachKernelSet(t *testing.T, fn func(t *testing.T)) {
+// mulPaths are the ways Mul can run a product: the dot-product kernels
+// (mulRows) or the GEMM path (gemmRows), forced for every T by setting the
+// kernel set's gemm threshold.
+var mulPaths = []struct {
+	name string
+	minT int
+}{{"dot", 1 << 30}, {"gemm", 1}}
+
+// forEachKernel calls fn with each kernel set this build and CPU offer in
+// use, once per path (mulPaths), and restores the defaults afterwards.
+func forEachKernel(fn func(name string)) {
 	saved := kern
 	defer func() { kern = saved }()
 	for _, ks := range kernelSets() {
 		kern = ks
-		t.Run(ks.name, fn)
+		minT := ks.gemm.minT
+		for _, p := range mulPaths {
+			ks.gemm.minT = [3]int{p.minT, p.minT, p.minT}
+			fn(ks.name + "/" + p.name)
+		}
+		ks.gemm.minT = minT
 	}
+}
+
+// forEachKernelSet runs fn as a subtest with each kernel set and path.
+func forEachKernelSet(t *testing.T, fn func(t *testing.T)) {
+	forEachKernel(func(name string) { t.Run(name, fn) })
 }
 
 var dtypes = []string{"f32", "bf16", "f16"}
@@ -123,6 +142,11 @@ func TestDenseMulShapes(t *testing.T) {
 		{"tall", 131, 96, 1},
 		{"column-tiles", 9, 4000, 17},
 		{"row-tiles", 6, 45, 70},
+		{"panel-edge", 37, 75, 19},     // out not a multiple of any panel width, T mod 4 = 3
+		{"panels", 100, 130, 22},       // several panels per worker, T mod 4 = 2
+		{"narrow-in", 70, 7, 65},       // in < 8: no whole 8×8 pack blocks
+		{"column-blocks", 33, 4100, 6}, // in > gemmKC: partial sums added into dst
+		{"prefill", 96, 256, 129},      // T mod 4 = 1, panels of every width whole
 		{"empty-in", 3, 0, 2},
 		{"empty-out", 0, 5, 2},
 		{"empty-T", 4, 5, 0},
@@ -152,9 +176,11 @@ func FuzzDenseMul(f *testing.F) {
 	f.Add(uint64(1), uint16(7), uint16(33), uint8(3), uint8(1))
 	f.Add(uint64(2), uint16(64), uint16(256), uint8(17), uint8(0))
 	f.Add(uint64(3), uint16(5), uint16(1000), uint8(1), uint8(2))
+	f.Add(uint64(4), uint16(37), uint16(75), uint8(19), uint8(1))
+	f.Add(uint64(5), uint16(33), uint16(2100), uint8(6), uint8(0))
 	f.Fuzz(func(t *testing.T, seed uint64, out, in uint16, T, dt uint8) {
-		d, x := denseCase(dtypes[int(dt)%3], int(out)%80, int(in)%700, int(T)%20, seed)
-		checkMul(t, d, x)
+		d, x := denseCase(dtypes[int(dt)%3], int(out)%80, int(in)%2200, int(T)%40, seed)
+		forEachKernel(func(string) { checkMul(t, d, x) })
 	})
 }
 
@@ -197,14 +223,14 @@ func TestDenseMulPanicsOnShape(t *testing.T) {
 	}
 }
 
-// TestDenseMulNoAlloc checks that decode- and verify-sized calls, split
-// over the pool, allocate nothing.
+// TestDenseMulNoAlloc checks that decode-, verify- and prefill-sized calls,
+// split over the pool, allocate nothing.
 func TestDenseMulNoAlloc(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items under the race detector")
 	}
 	for _, dt := range dtypes {
-		for _, T := range []int{1, 8, 17} {
+		for _, T := range []int{1, 8, 17, 64} {
 			d, x := denseCase(dt, 512, 1024, T, 1)
 			dst := New(T, 512)
 			d.Mul(dst, x)
@@ -218,18 +244,24 @@ func TestDenseMulNoAlloc(t *testing.T) {
 // TestDenseMulConcurrent runs one Dense from several goroutines at once
 // (Mul calls that find the pool busy run inline) and checks every result.
 func TestDenseMulConcurrent(t *testing.T) {
-	d, x := denseCase("bf16", 130, 200, 5, 3)
-	want := New(5, 130)
+	for _, T := range []int{5, 40} { // dot-product and GEMM paths
+		testDenseMulConcurrent(t, T)
+	}
+}
+
+func testDenseMulConcurrent(t *testing.T, T int) {
+	d, x := denseCase("bf16", 130, 200, T, 3)
+	want := New(T, 130)
 	d.Mul(want, x)
 	done := make(chan error)
 	for g := range 4 {
 		go func() {
-			dst := New(5, 130)
+			dst := New(T, 130)
 			for range 20 {
 				d.Mul(dst, x)
 				for i := range dst.Data {
 					if dst.Data[i] != want.Data[i] {
-						done <- fmt.Errorf("goroutine %d: dst[%d] = %v, want %v", g, i, dst.Data[i], want.Data[i])
+						done <- fmt.Errorf("T=%d goroutine %d: dst[%d] = %v, want %v", T, g, i, dst.Data[i], want.Data[i])
 						return
 					}
 				}
@@ -252,4 +284,16 @@ func ExampleDense_Mul() {
 	d.Mul(dst, x)
 	fmt.Println(dst.Data)
 	// Output: [11 -1]
+}
+
+// TestGEMMThresholds checks that every kernel set sends T ≥ tileT to the
+// GEMM path, so that no Mul reads the weights more than once.
+func TestGEMMThresholds(t *testing.T) {
+	for _, ks := range kernelSets() {
+		for dt, m := range ks.gemm.minT {
+			if m < 2 || m > tileT {
+				t.Errorf("%s: dtype %d: GEMM from T = %d, want 2 ≤ T ≤ %d", ks.name, dt, m, tileT)
+			}
+		}
+	}
 }

@@ -1,33 +1,32 @@
 package tensor
 
-import (
-	"math"
-	"sync"
-)
+import "sync"
 
-// Prefill GEMM: Dense.Mul for many rows of x (T ≥ gemmKernels.minT).
+// Prefill GEMM: Dense.Mul for T ≥ gemmKernels.minT rows of x.
 //
-// The dot-product kernels (mulBlock) re-widen every weight vector for each
-// pair of x rows and end every dot product with a horizontal sum; at large
-// T that widening, not memory, is the cost. The GEMM path instead widens
-// each weight once per call into a packed panel and runs an outer-product
-// microkernel over it:
+// The dot-product kernels (mulBlock) widen every weight vector again for
+// each pair of x rows and end each dot product with horizontal sums; at
+// prefill sizes that, not memory, is the cost, and beyond tileT rows they
+// read the weights from memory once per tile. The GEMM path reads and
+// widens every weight exactly once per call:
 //
-//   - The output rows (rows of W) are split over the worker pool in
-//     panels of nr rows (nr = 32 for AVX-512, 16 for AVX2, 8 in plain Go).
-//   - For each panel and each column block [j0, j0+kc) of W, the panel is
-//     widened (bf16 by shift, f16 by table, f32 as is) and transposed into
-//     scratch as p[j][r] = W[o0+r][j0+j], zero-filled past the last row of
-//     W, so that one vector load gives the weights of nr/lanes outputs at
-//     one column. Every weight is read from memory exactly once per call.
-//   - For every group of 4 rows of x the microkernel accumulates
-//     dst[t][o0:o0+nr] += x[t][j] · p[j][:] over the block (broadcast x,
-//     vector FMA, register accumulators) and stores the tile into dst
-//     (adding to it for column blocks after the first). Rows left over
-//     (T mod 4) go through a one-row kernel.
+//   - The output rows (rows of W) are split over the worker pool in panels
+//     of nr rows (32 for AVX-512, 16 for AVX2, 8 in plain Go).
+//   - Each panel, one column block [j0, j0+kc) at a time, is widened (bf16
+//     by shift, f16 by table, f32 as is) into pooled per-worker scratch, in
+//     the layout the kernel set's microkernels read. The vector sets
+//     transpose it, p[j·nr + r] = W[o0+r][j0+j] (zero past the last row of
+//     W), so that one vector load gives nr/lanes outputs at column j.
+//   - Then every group of 4 rows of x runs over the panel: the vector
+//     microkernels accumulate dst[t][o0:o0+nr] += x[t][j] · p[j][:]
+//     (broadcast, FMA, eight accumulator registers) and store the tile
+//     (adding to dst for column blocks after the first); leftover rows
+//     (T mod 4) take a one-row kernel. The portable set keeps its panel
+//     row-major and runs the float32 dot-product kernels over it instead
+//     (gemm_go.go says why).
 //
-// x is re-read for every panel; at 4·nr flops per loaded x value it streams
-// from L2/L3 well within their bandwidth.
+// x is read again for every panel, from cache: each x value loaded feeds
+// nr multiply-adds.
 
 // gemmKernels is one kernel set's GEMM: panel width, microkernels and
 // panel packers.
@@ -35,26 +34,32 @@ type gemmKernels struct {
 	// nr is the panel width: the number of output rows (columns of dst) a
 	// microkernel computes.
 	nr int
-	// minT is the smallest T for which Mul takes the GEMM path.
-	minT int
+	// minT is, by weight dtype (dtF32, dtBF16, dtF16), the smallest T for
+	// which Mul takes the GEMM path. It is at most tileT, so that the
+	// dot-product path, which reads the weights once per tileT rows of x,
+	// reads them once per call too.
+	minT [3]int
 	// k4 computes a 4×nr tile: for m < 4 and r < nr,
-	//	d[m·ldd + r] (+)= Σ_{j<kc} x[m·ldx + j] · p[j·nr + r]
-	// storing when add is false and adding to d when it is true.
+	//	d[m·ldd + r] (+)= Σ_{j<kc} x[m·ldx + j] · W[o0+r][j0+j]
+	// from the packed panel p, storing when add is false and adding to d
+	// when it is true.
 	k4 func(d []float32, ldd int, x []float32, ldx int, p []float32, kc int, add bool)
 	// k1 is k4 for one row of x.
 	k1 func(d []float32, x []float32, p []float32, kc int, add bool)
-	// packBF16 and packF32 widen rows [0, rows) (rows ≤ nr) of w, columns
-	// [0, kc), with row stride ldw, into p[j·nr + r], and zero p[j·nr + r]
-	// for rows ≤ r < nr.
+	// packBF16, packF32 and packF16 widen rows [0, rows) (rows ≤ nr) of
+	// w, columns [0, kc), with row stride ldw, into the panel p (nr·kc
+	// values) in the layout k4 and k1 read, rows ≥ rows reading as zeros.
 	packBF16 func(p []float32, nr int, w []uint16, ldw, rows, kc int)
 	packF32  func(p []float32, nr int, w []float32, ldw, rows, kc int)
+	packF16  func(p []float32, nr int, w []uint16, ldw, rows, kc int)
 }
 
 const (
-	// gemmKC is the largest column block: a panel of nr×gemmKC float32
-	// (32 KiB at nr = 32) stays in L1/L2 while every row of x passes over
-	// it. Longer rows of W are split into equal blocks of at most gemmKC
-	// columns (partial sums are added into dst).
+	// gemmKC is the largest column block: a packed panel of at most
+	// 32×gemmKC float32 (256 KiB) stays in L2 while all rows of x pass
+	// over it. Longer rows of W are split into equal blocks of at most
+	// gemmKC columns, whose partial sums are added into dst. (Smaller
+	// blocks measured no faster even at T = 512, and slower at small T.)
 	gemmKC = 2048
 	// gemmMR is the number of x rows k4 takes.
 	gemmMR = 4
@@ -62,18 +67,16 @@ const (
 
 // gemmScratch is one worker's packed panel and edge tile.
 type gemmScratch struct {
-	p    []float32 // [kc][nr] packed panel
+	p    []float32 // packed panel, nr·kc values
 	tile []float32 // [gemmMR][nr] output tile for a panel narrower than nr
 }
-
-var gemmKCVar = gemmKC
 
 var gemmScratches = sync.Pool{New: func() any { return new(gemmScratch) }}
 
 // gemmBlocks returns the column block size used for in columns: in split
 // into equal blocks of at most gemmKC, rounded up to a multiple of 8.
 func gemmBlocks(in int) int {
-	n := (in + gemmKCVar - 1) / gemmKCVar
+	n := (in + gemmKC - 1) / gemmKC
 	kc := (in + n - 1) / n
 	return min(in, (kc+7)&^7)
 }
@@ -103,7 +106,7 @@ func (d *Dense) gemmRows(g *gemmKernels, dst, x *Matrix, lo, hi int) {
 			case dtBF16:
 				g.packBF16(pk, nr, d.w16[o0*in+j0:], in, rows, kc)
 			case dtF16:
-				packF16(pk, nr, d.w16[o0*in+j0:], in, rows, kc)
+				g.packF16(pk, nr, d.w16[o0*in+j0:], in, rows, kc)
 			}
 			add := j0 > 0
 			xs := x.Data[j0:]
@@ -142,71 +145,5 @@ func (d *Dense) gemmRows(g *gemmKernels, dst, x *Matrix, lo, hi int) {
 				}
 			}
 		}
-	}
-}
-
-// packF16 is gemmKernels.packBF16 for IEEE binary16 weights (by table).
-func packF16(p []float32, nr int, w []uint16, ldw, rows, kc int) {
-	p = p[:kc*nr]
-	tab := f16Table
-	for r := range rows {
-		src := w[r*ldw:][:kc]
-		q := p[r:]
-		for j, h := range src {
-			q[j*nr] = math.Float32frombits(tab[h])
-		}
-	}
-	zeroPanelRows(p, nr, rows, kc)
-}
-
-// packBF16Go is gemmKernels.packBF16 in plain Go.
-func packBF16Go(p []float32, nr int, w []uint16, ldw, rows, kc int) {
-	packBF16Block(p[:kc*nr], nr, w, ldw, 0, rows, 0, kc)
-	zeroPanelRows(p, nr, rows, kc)
-}
-
-// packBF16Block packs rows [r0, r1) and columns [j0, j1) of a bf16 panel:
-// p[j·nr + r] = W[r][j] (w[r·ldw + j]).
-func packBF16Block(p []float32, nr int, w []uint16, ldw, r0, r1, j0, j1 int) {
-	if j0 >= j1 {
-		return
-	}
-	for r := r0; r < r1; r++ {
-		src := w[r*ldw+j0 : r*ldw+j1]
-		q := p[j0*nr+r:]
-		for j, h := range src {
-			q[j*nr] = math.Float32frombits(uint32(h) << 16)
-		}
-	}
-}
-
-// packF32Go is gemmKernels.packF32 in plain Go.
-func packF32Go(p []float32, nr int, w []float32, ldw, rows, kc int) {
-	packF32Block(p[:kc*nr], nr, w, ldw, 0, rows, 0, kc)
-	zeroPanelRows(p, nr, rows, kc)
-}
-
-// packF32Block is packBF16Block for float32 weights.
-func packF32Block(p []float32, nr int, w []float32, ldw, r0, r1, j0, j1 int) {
-	if j0 >= j1 {
-		return
-	}
-	for r := r0; r < r1; r++ {
-		src := w[r*ldw+j0 : r*ldw+j1]
-		q := p[j0*nr+r:]
-		for j, v := range src {
-			q[j*nr] = v
-		}
-	}
-}
-
-// zeroPanelRows zeroes p[j·nr + r] for rows ≤ r < nr (a panel past the
-// last row of W).
-func zeroPanelRows(p []float32, nr, rows, kc int) {
-	if rows == nr {
-		return
-	}
-	for j := range kc {
-		clear(p[j*nr+rows : (j+1)*nr])
 	}
 }

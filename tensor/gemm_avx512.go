@@ -12,12 +12,15 @@ import (
 // every slice is first re-sliced to what the kernel reads.
 
 var gemmAVX512 = gemmKernels{
-	nr:       32,
-	minT:     4,
+	nr: 32,
+	// Measured (2 cores, Zen 4): below these T the dot-product kernels,
+	// which stream the weights while they compute, are as fast.
+	minT:     [3]int{dtF32: 16, dtBF16: 24, dtF16: 24},
 	k4:       gemm4x32x16,
 	k1:       gemm1x32x16,
 	packBF16: packBF16x8,
 	packF32:  packF32x8,
+	packF16:  packF16,
 }
 
 // bcast16 broadcasts the float32 at p+off to 16 lanes.
@@ -40,9 +43,12 @@ func st16add(p unsafe.Pointer, off int, v archsimd.Float32x16, add bool) {
 }
 
 // gemm4x32x16 is gemmKernels.k4 for nr = 32: four rows of x against a
-// 32-wide panel in eight accumulators (each FMA's weight operand is
-// copied, as the FMA overwrites it: eight accumulators, two weights, one
-// broadcast and a copy fit the sixteen vector registers Go allocates).
+// 32-wide panel in eight accumulators, enough to keep Zen 4's FMA unit
+// busy (it runs at the FMA peak, about 110 GFLOP/s a core, from L2). Go
+// keeps vectors that live across a loop in X0–X14 only, and its FMA
+// overwrites the multiplicand, so each FMA copies its weight vector first:
+// eight accumulators, two weights, a broadcast and a copy fit, more
+// accumulators spill (checked with -gcflags=-S).
 func gemm4x32x16(d []float32, ldd int, x []float32, ldx int, p []float32, kc int, add bool) {
 	_ = x[3*ldx+kc-1]
 	_ = p[kc*32-1]
@@ -51,9 +57,8 @@ func gemm4x32x16(d []float32, ldd int, x []float32, ldx int, p []float32, kc int
 	x1, x2, x3 := unsafe.Add(x0, 4*ldx), unsafe.Add(x0, 8*ldx), unsafe.Add(x0, 12*ldx)
 	pw := unsafe.Pointer(&p[0])
 	var c00, c01, c10, c11, c20, c21, c30, c31 archsimd.Float32x16
-	for j := 0; j < 4*kc; j += 4 {
-		w0, w1 := ld16(pw, 0), ld16(pw, 64)
-		pw = unsafe.Add(pw, 128)
+	for j, o := 0, 0; j < 4*kc; j, o = j+4, o+128 {
+		w0, w1 := ld16(pw, o), ld16(pw, o+64)
 		b := bcast16(x0, j)
 		c00, c01 = w0.MulAdd(b, c00), w1.MulAdd(b, c01)
 		b = bcast16(x1, j)
@@ -85,15 +90,16 @@ func gemm1x32x16(d []float32, x []float32, p []float32, kc int, add bool) {
 	var c0, c1, e0, e1 archsimd.Float32x16
 	j := 0
 	for ; j+2 <= kc; j += 2 {
+		o := j * 128
 		b := bcast16(px, 4*j)
-		c0, c1 = ld16(pw, 0).MulAdd(b, c0), ld16(pw, 64).MulAdd(b, c1)
+		c0, c1 = ld16(pw, o).MulAdd(b, c0), ld16(pw, o+64).MulAdd(b, c1)
 		b = bcast16(px, 4*j+4)
-		e0, e1 = ld16(pw, 128).MulAdd(b, e0), ld16(pw, 192).MulAdd(b, e1)
-		pw = unsafe.Add(pw, 256)
+		e0, e1 = ld16(pw, o+128).MulAdd(b, e0), ld16(pw, o+192).MulAdd(b, e1)
 	}
 	if j < kc {
+		o := j * 128
 		b := bcast16(px, 4*j)
-		c0, c1 = ld16(pw, 0).MulAdd(b, c0), ld16(pw, 64).MulAdd(b, c1)
+		c0, c1 = ld16(pw, o).MulAdd(b, c0), ld16(pw, o+64).MulAdd(b, c1)
 	}
 	pd := unsafe.Pointer(&d[0])
 	st16add(pd, 0, c0.Add(e0), add)

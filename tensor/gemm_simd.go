@@ -3,6 +3,7 @@
 package tensor
 
 import (
+	"math"
 	"simd/archsimd"
 	"unsafe"
 )
@@ -12,7 +13,8 @@ import (
 // loaded, interleaved in three rounds (16-, 32-, 64-bit for bf16, whose
 // columns are widened afterwards; 32-, 64-, 128-bit for f32) into eight
 // columns, each stored as 8 consecutive float32 of a panel column. Rows and
-// columns past the last whole block go through the plain-Go packer.
+// columns past the last whole block are packed element by element
+// (packBF16Block, packF32Block).
 
 // packBF16x8 is gemmKernels.packBF16 by 8×8 blocks.
 func packBF16x8(p []float32, nr int, w []uint16, ldw, rows, kc int) {
@@ -27,7 +29,7 @@ func packBF16x8(p []float32, nr int, w []uint16, ldw, rows, kc int) {
 			}
 		}
 	}
-	packBF16Block(p, nr, w, ldw, 0, r8, k8, kc) // columns past the blocks
+	packBF16Block(p, nr, w, ldw, 0, r8, k8, kc)   // columns past the blocks
 	packBF16Block(p, nr, w, ldw, r8, rows, 0, kc) // rows past the blocks
 	zeroPanelRows(p, nr, rows, kc)
 }
@@ -77,7 +79,7 @@ func packF32x8(p []float32, nr int, w []float32, ldw, rows, kc int) {
 			}
 		}
 	}
-	packF32Block(p, nr, w, ldw, 0, r8, k8, kc) // columns past the blocks
+	packF32Block(p, nr, w, ldw, 0, r8, k8, kc)   // columns past the blocks
 	packF32Block(p, nr, w, ldw, r8, rows, 0, kc) // rows past the blocks
 	zeroPanelRows(p, nr, rows, kc)
 }
@@ -112,4 +114,59 @@ func transposeF32x8(s unsafe.Pointer, ls int, d unsafe.Pointer, ld int) {
 	col(6, c2.Select128FromPair(1, 3, c6))
 	col(3, c3.Select128FromPair(0, 2, c7))
 	col(7, c3.Select128FromPair(1, 3, c7))
+}
+
+// packF16 is gemmKernels.packF16 for the transposed panel (by table,
+// element by element: there is no vector f16 widening).
+func packF16(p []float32, nr int, w []uint16, ldw, rows, kc int) {
+	p = p[:kc*nr]
+	tab := f16Table
+	for r := range rows {
+		src := w[r*ldw:][:kc]
+		q := p[r:]
+		for j, h := range src {
+			q[j*nr] = math.Float32frombits(tab[h])
+		}
+	}
+	zeroPanelRows(p, nr, rows, kc)
+}
+
+// packBF16Block packs rows [r0, r1) and columns [j0, j1) of a bf16 panel:
+// p[j·nr + r] = W[r][j] (w[r·ldw + j]).
+func packBF16Block(p []float32, nr int, w []uint16, ldw, r0, r1, j0, j1 int) {
+	if j0 >= j1 {
+		return
+	}
+	for r := r0; r < r1; r++ {
+		src := w[r*ldw+j0 : r*ldw+j1]
+		q := p[j0*nr+r:]
+		for j, h := range src {
+			q[j*nr] = math.Float32frombits(uint32(h) << 16)
+		}
+	}
+}
+
+// packF32Block is packBF16Block for float32 weights.
+func packF32Block(p []float32, nr int, w []float32, ldw, r0, r1, j0, j1 int) {
+	if j0 >= j1 {
+		return
+	}
+	for r := r0; r < r1; r++ {
+		src := w[r*ldw+j0 : r*ldw+j1]
+		q := p[j0*nr+r:]
+		for j, v := range src {
+			q[j*nr] = v
+		}
+	}
+}
+
+// zeroPanelRows zeroes p[j·nr + r] for rows ≤ r < nr (a panel past the
+// last row of W).
+func zeroPanelRows(p []float32, nr, rows, kc int) {
+	if rows == nr {
+		return
+	}
+	for j := range kc {
+		clear(p[j*nr+rows : (j+1)*nr])
+	}
 }

@@ -17,6 +17,8 @@ type cli struct {
 	Inspect    InspectCmd       `cmd:"" help:"Summarise a checkpoint: architecture, parameters and bytes by part."`
 	Logits     LogitsCmd        `cmd:"" help:"Compute logits for token sequences into a safetensors file."`
 	Synth      SynthCmd         `cmd:"" help:"Write a random-init checkpoint of any size in the real HF layout."`
+	Quantize   QuantizeCmd      `cmd:"" help:"Quantize a checkpoint into a bundle."`
+	SNR        SNRCmd           `cmd:"" name:"snr" help:"Weight SNR (dB) of matrices quantized to formats."`
 	Tokenize   TokenizeCmd      `cmd:"" help:"Print the token ids of a text as JSON."`
 	Detokenize DetokenizeCmd    `cmd:"" help:"Print the text of a JSON list of token ids."`
 	Template   TemplateCmd      `cmd:"" help:"Render a conversation with the model's chat template."`

@@ -14,7 +14,7 @@ import (
 
 // InspectCmd is `forge inspect MODEL_DIR`.
 type InspectCmd struct {
-	Model string `arg:"" type:"existingdir" help:"Checkpoint directory."`
+	Model string `arg:"" type:"existingdir" help:"Checkpoint or bundle directory."`
 	JSON  bool   `name:"json" help:"Print JSON instead of a table."`
 }
 
@@ -33,7 +33,7 @@ func (c *InspectCmd) Run() error {
 
 // LogitsCmd is `forge logits`.
 type LogitsCmd struct {
-	Model  string `required:"" type:"existingdir" help:"Checkpoint directory."`
+	Model  string `required:"" type:"existingdir" help:"Checkpoint or bundle directory."`
 	Tokens string `required:"" type:"existingfile" help:"JSON list of token ids, or a list of such lists."`
 	Out    string `required:"" help:"Output .safetensors file."`
 	Decode bool   `help:"Compute one token at a time (recurrent form) instead of one prefill."`

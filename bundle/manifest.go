@@ -1,0 +1,96 @@
+package bundle
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+// FormatVersion is the bundle layout version this package writes and reads.
+const FormatVersion = 1
+
+// ManifestName is the manifest's file name.
+const ManifestName = "forge.json"
+
+// Manifest is forge.json.
+type Manifest struct {
+	FormatVersion int           `json:"format_version"`
+	ForgeVersion  string        `json:"forge_version"`
+	Source        SourceInfo    `json:"source"`
+	Quant         QuantInfo     `json:"quantization"`
+	Matrices      []MatrixEntry `json:"matrices"`
+	Files         []FileEntry   `json:"files"`
+}
+
+// SourceInfo identifies the checkpoint a bundle was made from.
+type SourceInfo struct {
+	Path        string `json:"path"`
+	Fingerprint string `json:"fingerprint"` // sha256 of config.json and the safetensors headers
+}
+
+// QuantInfo records how the matrices were quantized.
+type QuantInfo struct {
+	Method string `json:"method"` // "rtn"
+	Seed   uint64 `json:"seed"`
+	Format string `json:"format"` // the default format
+	// Recipe holds method-specific settings (calibration, plan, rotation).
+	Recipe map[string]any `json:"recipe,omitempty"`
+}
+
+// MatrixEntry describes one matrix of the model as stored.
+type MatrixEntry struct {
+	Name   string  `json:"name"` // e.g. "layers.0.mlp.up_proj.weight"
+	Format string  `json:"format"`
+	Shape  [2]int  `json:"shape"` // [out, in]
+	Rank   int     `json:"rank,omitempty"`
+	Raw    bool    `json:"raw,omitempty"` // kept in its source dtype, stored under its own name
+	Bytes  int64   `json:"bytes"`
+	BPW    float64 `json:"bpw"`
+}
+
+// FileEntry is one file of the bundle with its size and SHA-256.
+type FileEntry struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// hashFile returns the size and hex SHA-256 of a file.
+func hashFile(path string) (int64, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return 0, "", fmt.Errorf("%s: %w", path, err)
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ReadManifest reads and checks dir/forge.json.
+func ReadManifest(dir string) (*Manifest, error) {
+	raw, err := os.ReadFile(dir + string(os.PathSeparator) + ManifestName)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("bundle %s: no %s: not a bundle, or an export that did not finish", dir, ManifestName)
+		}
+		return nil, fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("bundle %s: %s: %w", dir, ManifestName, err)
+	}
+	if m.FormatVersion != FormatVersion {
+		return nil, fmt.Errorf("bundle %s: %s: format_version %d, this forge reads %d", dir, ManifestName, m.FormatVersion, FormatVersion)
+	}
+	if len(m.Files) == 0 {
+		return nil, fmt.Errorf("bundle %s: %s lists no files", dir, ManifestName)
+	}
+	return &m, nil
+}

@@ -1,0 +1,258 @@
+package bundle
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"forge/checkpoint"
+	"forge/lut"
+	"forge/model"
+	"forge/safetensors"
+	"forge/tensor"
+)
+
+// Bundle is an opened, verified export. It is a model.Source.
+type Bundle struct {
+	dir      string
+	man      *Manifest
+	cfg      model.Config
+	files    []*safetensors.File
+	tensors  map[string]*safetensors.File // tensor name → shard
+	matrices map[string]MatrixEntry
+}
+
+var _ model.Source = (*Bundle)(nil)
+
+// Open reads the manifest, checks the size and SHA-256 of every file it
+// lists, opens the shards and checks that every recorded matrix has arrays
+// of exactly the size its format calls for. Errors name the file and why.
+func Open(dir string) (*Bundle, error) {
+	man, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{dir: dir, man: man, tensors: map[string]*safetensors.File{}, matrices: map[string]MatrixEntry{}}
+	if err := b.verifyFiles(); err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	if b.cfg, err = checkpoint.ParseConfig(raw); err != nil {
+		return nil, fmt.Errorf("bundle %s: config.json: %w", dir, err)
+	}
+	if err := b.openShards(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	for _, m := range man.Matrices {
+		b.matrices[m.Name] = m
+		if _, err := b.Linear(m.Name); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+func (b *Bundle) verifyFiles() error {
+	if !slices.ContainsFunc(b.man.Files, func(f FileEntry) bool { return f.Name == "config.json" }) {
+		return fmt.Errorf("bundle %s: %s does not list config.json", b.dir, ManifestName)
+	}
+	for _, f := range b.man.Files {
+		if f.Name != filepath.Base(f.Name) || f.Name == ManifestName {
+			return fmt.Errorf("bundle %s: %s lists a bad file name %q", b.dir, ManifestName, f.Name)
+		}
+		path := filepath.Join(b.dir, f.Name)
+		st, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("bundle %s: %s: %w", b.dir, f.Name, err)
+		}
+		if st.Size() != f.Bytes {
+			return fmt.Errorf("bundle %s: %s is %d bytes, the manifest says %d (truncated or replaced)", b.dir, f.Name, st.Size(), f.Bytes)
+		}
+		_, sum, err := hashFile(path)
+		if err != nil {
+			return fmt.Errorf("bundle %s: %w", b.dir, err)
+		}
+		if sum != f.SHA256 {
+			return fmt.Errorf("bundle %s: %s has SHA-256 %s, the manifest says %s (corrupted or modified)", b.dir, f.Name, sum, f.SHA256)
+		}
+	}
+	return nil
+}
+
+func (b *Bundle) openShards() error {
+	for _, f := range b.man.Files {
+		if !strings.HasSuffix(f.Name, ".safetensors") {
+			continue
+		}
+		sf, err := safetensors.Open(filepath.Join(b.dir, f.Name))
+		if err != nil {
+			return fmt.Errorf("bundle %s: %w", b.dir, err)
+		}
+		b.files = append(b.files, sf)
+		for _, n := range sf.Names() {
+			if _, dup := b.tensors[n]; dup {
+				return fmt.Errorf("bundle %s: tensor %q is in two shards", b.dir, n)
+			}
+			b.tensors[n] = sf
+		}
+	}
+	return nil
+}
+
+// Dir returns the bundle directory.
+func (b *Bundle) Dir() string { return b.dir }
+
+// Manifest returns the verified manifest.
+func (b *Bundle) Manifest() *Manifest { return b.man }
+
+// Config returns the model configuration (config.json).
+func (b *Bundle) Config() (model.Config, error) { return b.cfg, nil }
+
+// Vector returns a raw tensor widened to float32.
+func (b *Bundle) Vector(name string) ([]float32, error) {
+	f, ok := b.tensors[name]
+	if !ok {
+		return nil, fmt.Errorf("bundle %s: no tensor %q", b.dir, name)
+	}
+	return f.Float32(name)
+}
+
+// Linear returns a matrix: a lut.Matrix for a quantized (or lut bf16)
+// matrix, a dense one for a matrix kept raw.
+func (b *Bundle) Linear(name string) (model.Linear, error) {
+	if m, err := b.Matrix(name); err != nil || m != nil {
+		return m, err
+	}
+	f, ok := b.tensors[name]
+	if !ok {
+		return nil, fmt.Errorf("bundle %s: no tensor %q", b.dir, name)
+	}
+	info, _ := f.Info(name)
+	if len(info.Shape) != 2 {
+		return nil, fmt.Errorf("bundle %s: tensor %q has shape %v, not a matrix", b.dir, name, info.Shape)
+	}
+	out, in := info.Shape[0], info.Shape[1]
+	switch info.DType {
+	case safetensors.BF16, safetensors.F16:
+		w, err := f.Uint16(name)
+		if err != nil {
+			return nil, err
+		}
+		if info.DType == safetensors.BF16 {
+			return tensor.DenseBF16(out, in, w), nil
+		}
+		return tensor.DenseF16(out, in, w), nil
+	case safetensors.F32:
+		w, err := f.Float32(name)
+		if err != nil {
+			return nil, err
+		}
+		return tensor.DenseF32(out, in, w), nil
+	}
+	return nil, fmt.Errorf("bundle %s: tensor %q has dtype %v, not a float", b.dir, name, info.DType)
+}
+
+// Matrix returns the lut.Matrix of a matrix the manifest records in a lut
+// format, or nil if the manifest records name as a raw tensor.
+func (b *Bundle) Matrix(name string) (*lut.Matrix, error) {
+	e, ok := b.matrices[name]
+	if !ok || e.Raw {
+		return nil, nil
+	}
+	f, err := lut.ParseFormat(e.Format)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: matrix %q: %w", b.dir, name, err)
+	}
+	var p lut.Parts
+	if !f.Quantized() {
+		if p.Weight, err = b.u16(name); err != nil {
+			return nil, err
+		}
+	} else if p, err = b.parts(Key(name), f, e.Rank); err != nil {
+		return nil, err
+	}
+	m, err := lut.New(f, e.Shape[0], e.Shape[1], p)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: matrix %q: %w", b.dir, name, err)
+	}
+	return m, nil
+}
+
+func (b *Bundle) parts(key string, f lut.Format, rank int) (lut.Parts, error) {
+	var p lut.Parts
+	var err error
+	if f.Kind != lut.Int8 {
+		if p.LUT, err = b.u16(key + ".lut"); err != nil {
+			return p, err
+		}
+	}
+	sf, ok := b.tensors[key+".idx"]
+	if !ok {
+		return p, fmt.Errorf("bundle %s: no tensor %q", b.dir, key+".idx")
+	}
+	if p.Index, err = sf.Bytes(key + ".idx"); err != nil {
+		return p, err
+	}
+	if p.Scale, err = b.u16(key + ".scale"); err != nil {
+		return p, err
+	}
+	if rank > 0 {
+		if p.LowRankA, err = b.u16(key + ".lr_a"); err != nil {
+			return p, err
+		}
+		if p.LowRankB, err = b.u16(key + ".lr_b"); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+func (b *Bundle) u16(name string) ([]uint16, error) {
+	f, ok := b.tensors[name]
+	if !ok {
+		return nil, fmt.Errorf("bundle %s: no tensor %q", b.dir, name)
+	}
+	return f.Uint16(name)
+}
+
+// Close unmaps the shards; matrices handed out must not be used after.
+func (b *Bundle) Close() error {
+	for _, f := range b.files {
+		f.Close()
+	}
+	b.files = nil
+	return nil
+}
+
+// IsBundle reports whether dir holds a bundle manifest.
+func IsBundle(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, ManifestName))
+	return err == nil
+}
+
+// StoredBytes returns the bytes a text-model tensor occupies in the bundle:
+// a recorded matrix's packed arrays, or a raw tensor's data.
+func (b *Bundle) StoredBytes(name string) (int64, bool) {
+	if e, ok := b.matrices[name]; ok {
+		return e.Bytes, true
+	}
+	f, ok := b.tensors[name]
+	if !ok {
+		return 0, false
+	}
+	info, _ := f.Info(name)
+	return info.End - info.Begin, true
+}
+
+// Entry returns the manifest's record of a matrix.
+func (b *Bundle) Entry(name string) (MatrixEntry, bool) {
+	e, ok := b.matrices[name]
+	return e, ok
+}

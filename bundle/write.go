@@ -1,0 +1,401 @@
+package bundle
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"forge/lut"
+	"forge/safetensors"
+)
+
+// Item is one tensor of an export, declared up front (the safetensors
+// headers are written before any data) and then supplied in order.
+type Item struct {
+	Name  string // text-model name, e.g. "layers.0.mlp.up_proj.weight"
+	Shape []int
+	// Format, when set (Kind ≠ 0), stores the item as a lut.Matrix of that
+	// format and records it among the manifest's matrices; Rank is its
+	// low-rank factor rank. Otherwise the item is a raw tensor of DType.
+	Format lut.Format
+	Rank   int
+	DType  safetensors.DType
+	// Matrix marks a raw 2-D weight (kept in its source dtype) so that the
+	// manifest lists it among the matrices.
+	Matrix bool
+}
+
+// WriteOptions configures Create. The zero value writes 2 GiB shards and
+// refuses an existing output.
+type WriteOptions struct {
+	ShardSize int64    // bytes per shard before the next one starts; 0 = 2 GiB
+	Overwrite bool     // replace an existing bundle at the output path
+	SourceDir string   // checkpoint to copy config.json and tokenizer files from
+	Manifest  Manifest // Source and Quant are recorded as given
+}
+
+// CopiedFiles are taken from the source directory when present
+// (config.json is required).
+var CopiedFiles = []string{"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"}
+
+// Writer streams an export into OUT.partial and publishes it as OUT on Close.
+type Writer struct {
+	out, tmp string
+	opt      WriteOptions
+	items    []Item
+	shards   []shardPlan
+	next     int // next item to write
+	cur      shardWriter
+	curShard int
+	man      Manifest
+	err      error
+}
+
+type shardPlan struct {
+	name  string
+	first int // items [first, end)
+	end   int
+	infos []safetensors.TensorInfo
+}
+
+// shardWriter is the part of *safetensors.Writer the bundle uses; tests
+// replace createShard to inject failures (a full disk mid-shard).
+type shardWriter interface {
+	WriteTensor(name string, raw []byte) error
+	Close() error
+	Abort()
+}
+
+var createShard = func(path string, infos []safetensors.TensorInfo, meta map[string]string) (shardWriter, error) {
+	return safetensors.Create(path, infos, meta)
+}
+
+// Create starts an export to out. It removes a leftover out.partial, copies
+// the source's config and tokenizer files, and plans the shards.
+func Create(out string, items []Item, opt WriteOptions) (*Writer, error) {
+	out = filepath.Clean(out)
+	if _, err := os.Stat(out); err == nil && !opt.Overwrite {
+		return nil, fmt.Errorf("bundle %s: already exists (remove it or overwrite)", out)
+	}
+	w := &Writer{out: out, tmp: out + ".partial", opt: opt, items: items, man: opt.Manifest}
+	if err := os.RemoveAll(w.tmp); err != nil {
+		return nil, fmt.Errorf("bundle %s: removing an interrupted export: %w", w.tmp, err)
+	}
+	if err := os.MkdirAll(w.tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", out, err)
+	}
+	if err := w.copySourceFiles(); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	if err := w.plan(); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Writer) copySourceFiles() error {
+	for _, name := range CopiedFiles {
+		src := filepath.Join(w.opt.SourceDir, name)
+		data, err := os.ReadFile(src)
+		if errors.Is(err, os.ErrNotExist) && name != "config.json" {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("bundle %s: source %w", w.out, err)
+		}
+		if err := writeFileSync(filepath.Join(w.tmp, name), data); err != nil {
+			return fmt.Errorf("bundle %s: %w", w.out, err)
+		}
+	}
+	return nil
+}
+
+// tensorsOf lists the safetensors tensors an item becomes.
+func tensorsOf(it Item) ([]safetensors.TensorInfo, error) {
+	if it.Format.Kind == 0 || !it.Format.Quantized() {
+		dt := it.DType
+		switch it.Format.Kind {
+		case lut.BF16:
+			dt = safetensors.BF16
+		case lut.FP16:
+			dt = safetensors.F16
+		}
+		return []safetensors.TensorInfo{{Name: it.Name, DType: dt, Shape: it.Shape}}, nil
+	}
+	if len(it.Shape) != 2 {
+		return nil, fmt.Errorf("matrix %q: shape %v is not 2-D", it.Name, it.Shape)
+	}
+	out, in := it.Shape[0], it.Shape[1]
+	if err := it.Format.CheckShape(out, in); err != nil {
+		return nil, fmt.Errorf("matrix %q: %w", it.Name, err)
+	}
+	key := Key(it.Name)
+	sz := it.Format.Size(out, in, it.Rank)
+	var ts []safetensors.TensorInfo
+	if sz.LUT > 0 {
+		f := it.Format
+		ts = append(ts, safetensors.TensorInfo{Name: key + ".lut", DType: safetensors.F16, Shape: []int{f.Groups(out), f.Entries(), f.Dim}})
+	}
+	if it.Format.Kind == lut.Int8 {
+		ts = append(ts, safetensors.TensorInfo{Name: key + ".idx", DType: safetensors.I8, Shape: []int{out, in}})
+	} else {
+		ts = append(ts, safetensors.TensorInfo{Name: key + ".idx", DType: safetensors.U8, Shape: []int{int(sz.Index)}})
+	}
+	ts = append(ts, safetensors.TensorInfo{Name: key + ".scale", DType: safetensors.F16, Shape: []int{out}})
+	if it.Rank > 0 {
+		ts = append(ts,
+			safetensors.TensorInfo{Name: key + ".lr_a", DType: safetensors.F16, Shape: []int{out, it.Rank}},
+			safetensors.TensorInfo{Name: key + ".lr_b", DType: safetensors.F16, Shape: []int{it.Rank, in}})
+	}
+	return ts, nil
+}
+
+// Key is the stem under which a quantized matrix's arrays are stored: its
+// name without ".weight".
+func Key(name string) string { return strings.TrimSuffix(name, ".weight") }
+
+func infoBytes(ts []safetensors.TensorInfo) int64 {
+	var n int64
+	for _, t := range ts {
+		n += int64(t.NumElements()) * int64(t.DType.Size())
+	}
+	return n
+}
+
+// plan splits the items into shards of about ShardSize bytes.
+func (w *Writer) plan() error {
+	limit := w.opt.ShardSize
+	if limit <= 0 {
+		limit = 2 << 30
+	}
+	var cur int64
+	for i, it := range w.items {
+		ts, err := tensorsOf(it)
+		if err != nil {
+			return fmt.Errorf("bundle %s: %w", w.out, err)
+		}
+		b := infoBytes(ts)
+		if len(w.shards) == 0 || (cur > 0 && cur+b > limit) {
+			w.shards = append(w.shards, shardPlan{first: i})
+			cur = 0
+		}
+		sp := &w.shards[len(w.shards)-1]
+		sp.end = i + 1
+		sp.infos = append(sp.infos, ts...)
+		cur += b
+	}
+	for k := range w.shards {
+		w.shards[k].name = fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, len(w.shards))
+	}
+	return nil
+}
+
+// Matrix writes the next item, a lut.Matrix of the declared format.
+func (w *Writer) Matrix(name string, m *lut.Matrix) error {
+	it, err := w.expect(name)
+	if err != nil {
+		return err
+	}
+	out, in := m.Dims()
+	if m.Format() != it.Format || m.Rank() != it.Rank || out != it.Shape[0] || in != it.Shape[1] {
+		return w.fail(fmt.Errorf("matrix %q: got %s %dx%d rank %d, declared %s %v rank %d", name, m.Format(), out, in, m.Rank(), it.Format, it.Shape, it.Rank))
+	}
+	p := m.Parts()
+	var arrays [][]byte
+	if !it.Format.Quantized() {
+		arrays = [][]byte{u16Bytes(p.Weight)}
+	} else {
+		if p.LUT != nil {
+			arrays = append(arrays, u16Bytes(p.LUT))
+		}
+		arrays = append(arrays, p.Index, u16Bytes(p.Scale))
+		if it.Rank > 0 {
+			arrays = append(arrays, u16Bytes(p.LowRankA), u16Bytes(p.LowRankB))
+		}
+	}
+	if err := w.writeItem(it, arrays); err != nil {
+		return err
+	}
+	sz := m.Size()
+	w.man.Matrices = append(w.man.Matrices, MatrixEntry{Name: name, Format: it.Format.String(), Shape: [2]int{out, in},
+		Rank: it.Rank, Bytes: sz.Total(), BPW: m.BitsPerWeight()})
+	return nil
+}
+
+// Raw writes the next item's bytes in its declared dtype.
+func (w *Writer) Raw(name string, data []byte) error {
+	it, err := w.expect(name)
+	if err != nil {
+		return err
+	}
+	if err := w.writeItem(it, [][]byte{data}); err != nil {
+		return err
+	}
+	if it.Matrix {
+		n := int64(len(data))
+		w.man.Matrices = append(w.man.Matrices, MatrixEntry{Name: name, Format: strings.ToLower(it.DType.String()), Raw: true,
+			Shape: [2]int{it.Shape[0], it.Shape[1]}, Bytes: n, BPW: 8 * float64(n) / float64(it.Shape[0]*it.Shape[1])})
+	}
+	return nil
+}
+
+func (w *Writer) expect(name string) (Item, error) {
+	if w.err != nil {
+		return Item{}, w.err
+	}
+	if w.next >= len(w.items) || w.items[w.next].Name != name {
+		want := "nothing more"
+		if w.next < len(w.items) {
+			want = fmt.Sprintf("%q", w.items[w.next].Name)
+		}
+		return Item{}, w.fail(fmt.Errorf("got item %q, want %s", name, want))
+	}
+	return w.items[w.next], nil
+}
+
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = fmt.Errorf("bundle %s: %w", w.out, err)
+	}
+	return w.err
+}
+
+// writeItem streams an item's arrays into its shard, opening the shard at
+// its first item and closing it after its last.
+func (w *Writer) writeItem(it Item, arrays [][]byte) error {
+	sp := &w.shards[w.curShard]
+	if w.cur == nil {
+		sw, err := createShard(filepath.Join(w.tmp, sp.name), sp.infos, map[string]string{"format": "forge"})
+		if err != nil {
+			return w.fail(err)
+		}
+		w.cur = sw
+	}
+	ts, _ := tensorsOf(it)
+	if len(ts) != len(arrays) {
+		return w.fail(fmt.Errorf("item %q: %d arrays for %d tensors", it.Name, len(arrays), len(ts)))
+	}
+	for i, t := range ts {
+		if err := w.cur.WriteTensor(t.Name, arrays[i]); err != nil {
+			return w.fail(err)
+		}
+	}
+	w.next++
+	if w.next == sp.end {
+		if err := w.cur.Close(); err != nil {
+			w.cur = nil
+			return w.fail(err)
+		}
+		w.cur = nil
+		w.curShard++
+	}
+	return nil
+}
+
+// Close checks that every item was written, hashes every file, writes the
+// manifest last and publishes the bundle by renaming OUT.partial to OUT.
+func (w *Writer) Close() error {
+	if w.err != nil {
+		w.Abort()
+		return w.err
+	}
+	if w.next != len(w.items) {
+		err := w.fail(fmt.Errorf("closed after %d of %d items", w.next, len(w.items)))
+		w.Abort()
+		return err
+	}
+	if err := w.finish(); err != nil {
+		w.Abort()
+		return w.fail(err)
+	}
+	return nil
+}
+
+func (w *Writer) finish() error {
+	ents, err := os.ReadDir(w.tmp)
+	if err != nil {
+		return err
+	}
+	w.man.FormatVersion = FormatVersion
+	w.man.Files = nil
+	for _, e := range ents {
+		n, sum, err := hashFile(filepath.Join(w.tmp, e.Name()))
+		if err != nil {
+			return err
+		}
+		w.man.Files = append(w.man.Files, FileEntry{Name: e.Name(), Bytes: n, SHA256: sum})
+	}
+	raw, err := json.MarshalIndent(&w.man, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileSync(filepath.Join(w.tmp, ManifestName), append(raw, '\n')); err != nil {
+		return err
+	}
+	if err := syncDir(w.tmp); err != nil {
+		return err
+	}
+	if w.opt.Overwrite {
+		if err := os.RemoveAll(w.out); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(w.tmp, w.out); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(w.out))
+}
+
+// Abort stops the export and removes OUT.partial. Safe to call twice and
+// after Close.
+func (w *Writer) Abort() {
+	if w.cur != nil {
+		w.cur.Abort()
+		w.cur = nil
+	}
+	os.RemoveAll(w.tmp)
+}
+
+func u16Bytes(v []uint16) []byte {
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], x)
+	}
+	return b
+}
+
+// writeFileSync writes data to path and fsyncs it.
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+// Package lut is forge's quantized weight matrix: every storage format of
+// quantization.md §1 in one type, Matrix, multiplied straight from its
+// packed indices.
+//
+//	Ŵ[o,j] = s[o] · L_g(o)[I[o/d, j]][o mod d]        (LUT<b>, vector d×K; + pcs)
+//	Ŵ[o,j] = s[o] · c[o,j],  c ∈ [−127, 127]            (INT8 per-channel)
+//	y      = Ŵ·(x·M) + A·(B·(x·M))                      (optional rotation M, low rank A·B)
+//
+// W has shape [Cout, Cin] = [out, in] (rows are outputs), s are the fp16
+// per-output-channel scales, L_g is the fp16 codebook of o's row group
+// g(o) = ⌊o/G⌋ (one group when per-tensor), d the vector length along Cout
+// (1 for scalar LUTs) and K = 2^b its number of entries.
+//
+// # Files
+//
+//	format.go     Format, ParseFormat (the seed's spellings), String, Size (byte accounting)
+//	placement.go  Place: runs on the ANE / falls back to the CPU / cannot be expressed
+//	pack.go       Pack, Unpack: the index bit stream below
+//	matrix.go     Matrix, Parts (the stored arrays), New (validating), Dequantize, Rotation
+//	mul.go        Mul, the worker-pool split, the portable kernel (every format)
+//	kernel_simd.go, kernel_avx512.go   AVX-512 kernels (GOEXPERIMENT=simd, amd64)
+//
+// # Stored arrays (Parts)
+//
+//	LUT    []uint16  [groups][K][d] fp16   groups = ⌈out/G⌉, or 1 per tensor; nil for INT8, bf16, fp16
+//	Index  []byte    packed codes of the index matrix I [out/d][in] (below); INT8: int8 codes [out][in]
+//	Scale  []uint16  [out] fp16            pcs, or the INT8 scales; nil for bf16, fp16
+//	Weight []uint16  [out][in] bf16/fp16   unquantized formats only
+//	LowRankA []uint16 [out][r], LowRankB []uint16 [r][in] fp16, optional (quantization.md §5)
+//
+// Size (and Matrix.Bytes) is exactly the sum of these: ⌈(out/d)·in·b/8⌉ index
+// bytes + 2·groups·K·d codebook bytes + 2·out scale bytes + 2·r·(out+in)
+// factor bytes; for `vector 2x16 + pcs` that is out·in/4 + 64 + 2·out. Bits
+// per weight are 8·bytes/(out·in).
+//
+// # Index bit layout
+//
+// The index matrix I [R][in] (R = out/d index rows; a vector code covers d
+// consecutive output rows at one input column) is flattened row-major —
+// code number k = r·in + j — and written as one little-endian bit stream of
+// b-bit codes with no padding between rows:
+//
+//	bit i of the stream is bit (i mod 8) of byte ⌊i/8⌋   (least significant bit first)
+//	code k occupies stream bits k·b … k·b+b−1, its least significant bit first
+//	bits after the last code, up to the byte boundary, are zero (New rejects others)
+//
+// So for b = 4 byte n holds code 2n in its low nibble and code 2n+1 in its
+// high nibble; for b = 2 byte n holds codes 4n…4n+3 from bit 0 up; for b = 1
+// bit t of byte n is code 8n+t; b = 8 is one code per byte. Codes of 3 and 6
+// bits straddle bytes:
+//
+//	b = 3:  byte 0 = c0 | c1<<3 | (c2&3)<<6
+//	        byte 1 = c2>>2 | c3<<1 | c4<<4 | (c5&1)<<7
+//	        byte 2 = c5>>1 | c6<<2 | c7<<5                   (8 codes per 3 bytes)
+//	b = 6:  byte 0 = c0 | (c1&3)<<6
+//	        byte 1 = c1>>2 | (c2&15)<<4
+//	        byte 2 = c2>>4 | c3<<2                           (4 codes per 3 bytes)
+//
+// Each index row starts on a byte boundary whenever in·b is a multiple of 8
+// (every real model shape); the fast kernels need that and the portable
+// kernel does not. INT8 codes are int8 two's complement, one per byte,
+// −128 not allowed.
+//
+// # Numerics and kernels
+//
+// Mul never forms the dense matrix. Per output row it sums
+// L[code(o,j)]·x[j] in float32 from the decoded codes and multiplies by the
+// scale once: y[o] = s[o]·Σ_j L[c]·x[j]. Results agree with the float64
+// reference (Dequantize, then multiply) to float32 rounding. Dequantize
+// itself is exact: s[o]·L[c] is the product of two fp16 values, which
+// float32 represents exactly.
+//
+// The portable kernel (mul.go) unpacks 256 codes at a time and looks them
+// up in the widened codebook; it runs every format and alignment. With
+// GOEXPERIMENT=simd on an AVX-512 CPU the fast kernels run 1/2/4-bit scalar
+// LUTs, 2-vector LUTs with ≤ 16 entries and INT8 when index rows are byte
+// aligned: codes are decoded in registers and looked up with a 16-lane
+// permute of the codebook (kernel_avx512.go explains the "phase layout" of
+// x this needs). Decode steps (T = 1) stream eight weight rows at once;
+// T > 1 decodes eight rows a chunk at a time into an L1-sized buffer and
+// multiplies it with all T rows of x, so the weights are read once per call.
+// 3-, 6- and 8-bit LUTs, other vector lengths and unaligned rows use the
+// portable kernel. Both paths are tested against the reference twin in
+// every build.
+package lut
