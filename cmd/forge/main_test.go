@@ -114,3 +114,31 @@ func TestErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSNRJSON: `forge snr --json` prints objects with tensor, format, bpw
+// and snr_db.
+func TestSNRJSON(t *testing.T) {
+	for _, args := range [][]string{
+		{"snr", "--gaussian", "256x256", "--formats", "LUT4 per-tensor + pcs,INT8 per-channel", "--json"},
+		{"snr", "--model", tiny, "--tensors", `layers\.0\.mlp`, "--formats", "LUT2 per-tensor + pcs", "--json"},
+	} {
+		out, err := run(t, args...)
+		if err != nil {
+			t.Fatal(err, out)
+		}
+		var rows []map[string]any
+		if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &rows); err != nil {
+			t.Fatal(err, out)
+		}
+		if len(rows) < 2 {
+			t.Fatalf("%d rows", len(rows))
+		}
+		for _, r := range rows {
+			for _, k := range []string{"tensor", "format", "bpw", "snr_db"} {
+				if _, ok := r[k]; !ok {
+					t.Errorf("row %v lacks %s", r, k)
+				}
+			}
+		}
+	}
+}
