@@ -176,7 +176,9 @@ func TestHostile(t *testing.T) {
       "format": "LUT4 per-tensor + pcs"`, `"name": "layers.0.mlp.gate_proj.weight",
       "format": "LUT2 per-tensor + pcs"`)
 		}},
-		{"path escape", "bad file name", func(d string) { editManifest(t, d, `"name": "model-00001-of-00003.safetensors"`, `"name": "../model-00001-of-00003.safetensors"`) }},
+		{"path escape", "bad file name", func(d string) {
+			editManifest(t, d, `"name": "model-00001-of-00003.safetensors"`, `"name": "../model-00001-of-00003.safetensors"`)
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
