@@ -17,7 +17,8 @@
 //	placement.go  Place: runs on the ANE / falls back to the CPU / cannot be expressed
 //	pack.go       Pack, Unpack: the index bit stream below
 //	matrix.go     Matrix, Parts (the stored arrays), New (validating), Dequantize, Rotation
-//	mul.go        Mul, the worker-pool split, the portable kernel (every format)
+//	mul.go        Mul: rotation, worker-pool split, low-rank term
+//	kernel_go.go  the portable kernels (every format and alignment)
 //	kernel_simd.go, kernel_avx512.go   AVX-512 kernels (GOEXPERIMENT=simd, amd64)
 //
 // # Stored arrays (Parts)
@@ -70,8 +71,9 @@
 // itself is exact: s[o]·L[c] is the product of two fp16 values, which
 // float32 represents exactly.
 //
-// The portable kernel (mul.go) unpacks 256 codes at a time and looks them
-// up in the widened codebook; it runs every format and alignment. With
+// The portable kernel (kernel_go.go) splits code bytes in place (1/2/4/8
+// bits, aligned rows) or unpacks 256 codes at a time (3/6 bits, unaligned
+// rows) and looks them up in the widened codebook. With
 // GOEXPERIMENT=simd on an AVX-512 CPU the fast kernels run 1/2/4-bit scalar
 // LUTs, 2-vector LUTs with ≤ 16 entries and INT8 when index rows are byte
 // aligned: codes are decoded in registers and looked up with a 16-lane
