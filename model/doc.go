@@ -14,5 +14,6 @@
 // Files: config.go (Config), tensors.go (the tensor inventory of a config),
 // load.go (Load from a Source), model.go (Forward, the decoder layer and
 // MLP), deltanet.go and deltarule.go (§7–8), attention.go and rope.go (§6),
-// state.go (State, Mark/Rewind), ops.go (norms, σ, silu, softplus).
+// state.go (State, Mark/Rewind), ops.go and exp.go (norms, σ, silu,
+// softplus, a 2-ulp float32 exp), rows.go (row-parallel norms and SwiGLU).
 package model
