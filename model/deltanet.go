@@ -130,9 +130,12 @@ func (d *deltaNet) rule(c *Config, s *State, ls *layerState) {
 	sc := &s.sc
 	T := sc.xc.Rows
 	if T == 1 {
-		for h := range c.ValueHeads {
-			d.stepHead(c, sc, ls, h)
+		j := &sc.step
+		if j.run == nil {
+			j.run = j.heads
 		}
+		j.d, j.c, j.sc, j.ls = d, c, sc, ls
+		tensor.ParallelGrain(c.ValueHeads, 2, j.run)
 		return
 	}
 	sc.ensureChunk(c, chunkLen)
@@ -141,6 +144,22 @@ func (d *deltaNet) rule(c *Config, s *State, ls *layerState) {
 			d.chunkHead(c, sc, ls, h)
 		}
 	})
+}
+
+// stepJob spreads a decode step's value heads over the worker pool; run is
+// the method value j.heads, built once per State so a step allocates nothing.
+type stepJob struct {
+	d   *deltaNet
+	c   *Config
+	sc  *scratch
+	ls  *layerState
+	run func(lo, hi int)
+}
+
+func (j *stepJob) heads(lo, hi int) {
+	for h := lo; h < hi; h++ {
+		j.d.stepHead(j.c, j.sc, j.ls, h)
+	}
 }
 
 func (d *deltaNet) stepHead(c *Config, sc *scratch, ls *layerState, h int) {

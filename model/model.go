@@ -55,7 +55,8 @@ type scratch struct {
 	scores      []float32     // decode attention scores
 	cos, sin    []float32     // [T][R/2] RoPE tables
 	heads       []*headScratch
-	job         rowJob // row-parallel dispatch (rows.go)
+	job         rowJob  // row-parallel dispatch (rows.go)
+	step        stepJob // head-parallel decode step (deltanet.go)
 }
 
 // headScratch is one value head's chunk buffers for prefill.
