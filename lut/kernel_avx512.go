@@ -315,3 +315,90 @@ func deinterleave(dst, x []float32) {
 		lo.ConcatPermute(hi, od).Store((*[16]float32)(dst[b+16 : b+32]))
 	}
 }
+
+// lut1x8 is the T > 1 kernel of 4-bit codes: it adds the products of one
+// output row (codes at w, nb whole blocks, table u) with eight x rows to
+// the vector partial sums acc[t]. x is in tile layout (mulJob.xq): the
+// eight rows' 16-float phase-layout vectors interleaved, vector v of row
+// t at xq + 64·(8v+t), so that every load is at a constant offset. Each
+// code is decoded once (one permute) and used for all eight x rows from
+// registers: no decode buffer. The FMAs sit in pairs in `if one > 0`
+// blocks (always true) so that Go's scheduler does not hoist all the x
+// loads of a block to its top, which spills vectors.
+func lut1x8(u *[16]float32, w unsafe.Pointer, nb int, xq unsafe.Pointer, acc *[8][16]float32, one int) {
+	t, sh := archsimd.LoadFloat32x16(u), archsimd.BroadcastUint32x16(4)
+	a0, a1, a2, a3 := ldA(acc, 0), ldA(acc, 1), ldA(acc, 2), ldA(acc, 3)
+	a4, a5, a6, a7 := ldA(acc, 4), ldA(acc, 5), ldA(acc, 6), ldA(acc, 7)
+	for b := range nb {
+		c := ldIdx(unsafe.Add(w, 16*b))
+		x := unsafe.Add(xq, 1024*b)
+		v := t.Permute(c)
+		if one > 0 {
+			a0, a1 = ldX(x, 0).MulAdd(v, a0), ldX(x, 16).MulAdd(v, a1)
+		}
+		if one > 0 {
+			a2, a3 = ldX(x, 32).MulAdd(v, a2), ldX(x, 48).MulAdd(v, a3)
+		}
+		if one > 0 {
+			a4, a5 = ldX(x, 64).MulAdd(v, a4), ldX(x, 80).MulAdd(v, a5)
+		}
+		if one > 0 {
+			a6, a7 = ldX(x, 96).MulAdd(v, a6), ldX(x, 112).MulAdd(v, a7)
+		}
+		v = t.Permute(c.ShiftRight(sh))
+		if one > 0 {
+			a0, a1 = ldX(x, 128).MulAdd(v, a0), ldX(x, 144).MulAdd(v, a1)
+		}
+		if one > 0 {
+			a2, a3 = ldX(x, 160).MulAdd(v, a2), ldX(x, 176).MulAdd(v, a3)
+		}
+		if one > 0 {
+			a4, a5 = ldX(x, 192).MulAdd(v, a4), ldX(x, 208).MulAdd(v, a5)
+		}
+		if one > 0 {
+			a6, a7 = ldX(x, 224).MulAdd(v, a6), ldX(x, 240).MulAdd(v, a7)
+		}
+	}
+	stA(acc, 0, a0)
+	stA(acc, 1, a1)
+	stA(acc, 2, a2)
+	stA(acc, 3, a3)
+	stA(acc, 4, a4)
+	stA(acc, 5, a5)
+	stA(acc, 6, a6)
+	stA(acc, 7, a7)
+}
+
+// i8x8 is lut1x8 for INT8 codes (nb blocks of 16).
+func i8x8(w unsafe.Pointer, nb int, xq unsafe.Pointer, acc *[8][16]float32, one int) {
+	a0, a1, a2, a3 := ldA(acc, 0), ldA(acc, 1), ldA(acc, 2), ldA(acc, 3)
+	a4, a5, a6, a7 := ldA(acc, 4), ldA(acc, 5), ldA(acc, 6), ldA(acc, 7)
+	for b := range nb {
+		v := ldI8(unsafe.Add(w, 16*b))
+		x := unsafe.Add(xq, 512*b)
+		if one > 0 {
+			a0, a1 = ldX(x, 0).MulAdd(v, a0), ldX(x, 16).MulAdd(v, a1)
+		}
+		if one > 0 {
+			a2, a3 = ldX(x, 32).MulAdd(v, a2), ldX(x, 48).MulAdd(v, a3)
+		}
+		if one > 0 {
+			a4, a5 = ldX(x, 64).MulAdd(v, a4), ldX(x, 80).MulAdd(v, a5)
+		}
+		if one > 0 {
+			a6, a7 = ldX(x, 96).MulAdd(v, a6), ldX(x, 112).MulAdd(v, a7)
+		}
+	}
+	stA(acc, 0, a0)
+	stA(acc, 1, a1)
+	stA(acc, 2, a2)
+	stA(acc, 3, a3)
+	stA(acc, 4, a4)
+	stA(acc, 5, a5)
+	stA(acc, 6, a6)
+	stA(acc, 7, a7)
+}
+
+// ldA and stA load and store partial sums acc[i].
+func ldA(acc *[8][16]float32, i int) archsimd.Float32x16 { return archsimd.LoadFloat32x16(&acc[i]) }
+func stA(acc *[8][16]float32, i int, v archsimd.Float32x16) { v.Store(&acc[i]) }

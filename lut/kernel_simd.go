@@ -41,6 +41,32 @@ func (j *mulJob) prepare() {
 	for t := range j.x.Rows {
 		permuteX(j.xp[t*j.xs:(t+1)*j.xs], j.x.Row(t), g.P)
 	}
+	j.xq = j.xq[:0]
+	if j.x.Rows >= tileX && j.tiledOK(g) {
+		nt, nv := j.x.Rows/tileX, j.xs/16
+		need := nt * tileX * j.xs
+		if cap(j.xq) < need {
+			j.xq = make([]float32, need)
+		}
+		j.xq = j.xq[:need]
+		for t := range nt * tileX {
+			src := j.xp[t*j.xs : (t+1)*j.xs]
+			dst := j.xq[(t/tileX*nv*tileX+t%tileX)*16:]
+			for v := range nv {
+				copy(dst[v*tileX*16:][:16], src[16*v:])
+			}
+		}
+	}
+}
+
+// tiledOK reports whether the T > 1 register kernels (lut1x8, i8x8) run
+// the matrix: 4-bit scalar and 2-vector LUTs, INT8.
+func (j *mulJob) tiledOK(g geom) bool { return g.bits == 4 || j.m.fam == famInt8 }
+
+// xqptr returns x tile t/tileX (t a multiple of tileX) in j.xq from its
+// phase-layout vector v.
+func (j *mulJob) xqptr(t, v int) unsafe.Pointer {
+	return unsafe.Pointer(&j.xq[(t/tileX*(j.xs/16)+v)*tileX*16])
 }
 
 // permuteX writes x in the phase layout of P codes per byte: in each block
@@ -93,8 +119,11 @@ func (j *mulJob) fastRows(r0, r1, t0, t1 int) {
 	g := j.geom()
 	if t1-t0 == 1 {
 		r0 = j.fusedRows(g, r0, r1, t0)
+	} else if t8 := t0 + (t1-t0)/tileX*tileX; t8 > t0 && len(j.xq) > 0 {
+		j.tiledRows(g, r0, r1, t0, t8)
+		t0 = t8
 	}
-	if r0 < r1 {
+	if r0 < r1 && t0 < t1 {
 		j.decodedRows(g, r0, r1, t0, t1)
 	}
 }
@@ -285,5 +314,78 @@ func (j *mulJob) mulDecoded(w unsafe.Pointer, n, xo, o0, rows, t0, t1 int) {
 		for k := range rows {
 			d[k] += s[k]
 		}
+	}
+}
+
+// tileX is the number of x rows the T > 1 register kernels (lut1x8, i8x8)
+// take at a time; tileO the output rows one pass keeps partial sums for;
+// tileC the phase-layout x floats per row of a column chunk (eight x rows'
+// chunks, 16 KiB, stay in L1 while the tileO rows run over them).
+const (
+	tileX = 8
+	tileO = 16
+	tileC = 512
+)
+
+// tiledRows computes index rows [r0, r1) for x rows [t0, t1), t1−t0 a
+// multiple of tileX, with the register kernels: up to tileO output rows
+// at a time, each multiplied with eight x rows per call a column chunk at
+// a time, vector partial sums kept in a buffer, summed and scaled at the
+// end. A row's partial last block is copied to a zeroed buffer and run
+// as one more block.
+func (j *mulJob) tiledRows(g geom, r0, r1, t0, t1 int) {
+	m := j.m
+	d, out := m.f.Dim, m.out
+	idx := m.p.Index[:r1*g.n]
+	buf := decBufs.Get().(*[decRows * decChunk]float32)
+	defer decBufs.Put(buf)
+	acc := (*[tileO][8][16]float32)(unsafe.Pointer(buf))
+	cb := tileC / (16 * g.P) // blocks per chunk
+	for rg := r0; rg < r1; rg += tileO / d {
+		ri := min(tileO/d, r1-rg) // index rows of this group
+		no := ri * d
+		for t := t0; t < t1; t += tileX {
+			clear(acc[:no])
+			for c0 := 0; c0 < g.nb; c0 += cb {
+				nb := min(cb, g.nb-c0)
+				xp := j.xqptr(t, g.P*c0)
+				for k := range ri {
+					j.tiled(g, unsafe.Pointer(&idx[(rg+k)*g.n+16*c0]), nb, rg+k, xp, acc[k*d:])
+				}
+			}
+			if g.tail > 0 {
+				xp := j.xqptr(t, g.xt/16)
+				for k := range ri {
+					var tb [16]byte
+					copy(tb[:g.tail], idx[(rg+k)*g.n+16*g.nb:][:g.tail])
+					j.tiled(g, unsafe.Pointer(&tb), 1, rg+k, xp, acc[k*d:])
+				}
+			}
+			for k := range no {
+				o := rg*d + k
+				sc := m.scale[o]
+				for i := range tileX {
+					var s float32
+					for _, v := range acc[k][i] {
+						s += v
+					}
+					j.dst.Data[(t+i)*out+o] = sc * s
+				}
+			}
+		}
+	}
+}
+
+// tiled runs the family's register kernel on nb blocks of index row r at
+// w for eight x rows at xp, adding to acc (acc[c] for component c).
+func (j *mulJob) tiled(g geom, w unsafe.Pointer, nb, r int, xq unsafe.Pointer, acc [][8][16]float32) {
+	switch j.m.fam {
+	case famInt8:
+		i8x8(w, nb, xq, &acc[0], 1)
+	case famVec2:
+		lut1x8(j.tab16(r, 0), w, nb, xq, &acc[0], 1)
+		lut1x8(j.tab16(r, 1), w, nb, xq, &acc[1], 1)
+	default:
+		lut1x8(j.tab16(r, 0), w, nb, xq, &acc[0], 1)
 	}
 }

@@ -95,13 +95,30 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 // dst [T, convDim], and advances hist to the last K−1 raw rows.
 func (d *deltaNet) convolve(dst, X *tensor.Matrix, hist []float32, K int) {
 	T, cd := X.Rows, X.Cols
+	if T == 1 {
+		d.convRows(dst, X, hist, K, 0, 1)
+	} else {
+		tensor.ParallelGrain(T, 8, func(lo, hi int) { d.convRows(dst, X, hist, K, lo, hi) })
+	}
+	// New history: the last K−1 rows of [hist ‖ X], oldest first.
+	if T >= K-1 {
+		copy(hist, X.Data[(T-(K-1))*cd:T*cd])
+		return
+	}
+	copy(hist, hist[T*cd:])
+	copy(hist[(K-1-T)*cd:], X.Data[:T*cd])
+}
+
+// convRows computes conv + SiLU output rows [lo, hi) (hist is only read).
+func (d *deltaNet) convRows(dst, X *tensor.Matrix, hist []float32, K, lo, hi int) {
+	cd := X.Cols
 	src := func(r int) []float32 { // raw row r relative to the call; r < 0 reads the history
 		if r < 0 {
 			return hist[(K-1+r)*cd : (K+r)*cd]
 		}
 		return X.Row(r)
 	}
-	for t := range T {
+	for t := lo; t < hi; t++ {
 		out := dst.Row(t)
 		clear(out)
 		for j := range K {
@@ -114,13 +131,6 @@ func (d *deltaNet) convolve(dst, X *tensor.Matrix, hist []float32, K int) {
 			out[ch] = silu(out[ch])
 		}
 	}
-	// New history: the last K−1 rows of [hist ‖ X], oldest first.
-	if T >= K-1 {
-		copy(hist, X.Data[(T-(K-1))*cd:T*cd])
-		return
-	}
-	copy(hist, hist[T*cd:])
-	copy(hist[(K-1-T)*cd:], X.Data[:T*cd])
 }
 
 // rule runs the gated delta rule for every value head over the call's T
