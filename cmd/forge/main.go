@@ -14,7 +14,7 @@ import (
 )
 
 type cli struct {
-	Inspect    InspectCmd       `cmd:"" help:"Summarise a checkpoint: architecture, parameters and bytes by part."`
+	Inspect    InspectCmd       `cmd:"" help:"Summarise a checkpoint or bundle: architecture, parameters and bytes by part (and per-matrix formats of a bundle)."`
 	Logits     LogitsCmd        `cmd:"" help:"Compute logits for token sequences into a safetensors file."`
 	Synth      SynthCmd         `cmd:"" help:"Write a random-init checkpoint of any size in the real HF layout."`
 	Quantize   QuantizeCmd      `cmd:"" help:"Quantize a checkpoint into a bundle."`
