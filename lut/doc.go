@@ -20,6 +20,7 @@
 //	mul.go        Mul: rotation, worker-pool split, low-rank term
 //	kernel_go.go  the portable kernels (every format and alignment)
 //	kernel_simd.go, kernel_avx512.go   AVX-512 kernels (GOEXPERIMENT=simd, amd64)
+//	prefetch_amd64.s  PREFETCHT0 of a range of lines, for the T = 1 LUT kernels
 //
 // # Stored arrays (Parts)
 //
@@ -78,9 +79,15 @@
 // LUTs, 2-vector LUTs with ≤ 16 entries and INT8 when index rows are byte
 // aligned: codes are decoded in registers and looked up with a 16-lane
 // permute of the codebook (kernel_avx512.go explains the "phase layout" of
-// x this needs). Decode steps (T = 1) stream eight weight rows at once;
-// T > 1 decodes eight rows a chunk at a time into an L1-sized buffer and
-// multiplies it with all T rows of x, so the weights are read once per call.
+// x this needs). Decode steps (T = 1) stream eight weight rows at once
+// (scalar LUTs also prefetch the next eight, prefetch_amd64.s). For T > 1,
+// 4-bit LUTs decode a pair of output rows a column chunk at a time into an
+// L1 buffer and INT8 converts codes in registers, and a 2-row × 4-x-row
+// register-blocked FMA kernel multiplies them with up to eight x rows (x
+// interleaved four rows at a time, so every x load is at a constant
+// offset); 1- and 2-bit LUTs and leftover x rows decode eight rows a chunk
+// at a time and use a 4×2 dot kernel. Either way the weights are read
+// once per call.
 // 3-, 6- and 8-bit LUTs, other vector lengths and unaligned rows use the
 // portable kernel. Both paths are tested against the reference twin in
 // every build.

@@ -23,10 +23,20 @@ import (
 //
 // T = 1 (decode) runs fused kernels over eight weight rows at once: eight
 // concurrent memory streams per core, which DRAM serves much faster than
-// four. T > 1 decodes eight rows a chunk at a time into a small buffer
-// (dec*) and multiplies it with the x rows by dense 4×2 register-blocked
-// kernels (dot4x2, dot4x1), so decoding is paid once per weight, not once
-// per x row.
+// four. For T > 1, 4-bit LUTs decode two output rows a chunk at a time
+// into a small buffer (dec4x2, dec4v2) and INT8 converts two code rows in
+// registers, and f32x4 / i8x4 multiply them with four x rows at a time in
+// tile layout (mulJob.xq); other LUTs decode eight rows a chunk at a time
+// (dec*) for the dense 4×2 kernels (dot4x2, dot4x1). Either way decoding
+// is paid once per weight (per eight x rows), not once per x row.
+//
+// Measured on Zen 4 (2 cores): a 512-bit VPERMPS issues about once per
+// two cycles, which bounds the T = 1 LUT kernels in cache (one permute
+// per 16 weights: 2-vector formats, with 4 weights per byte, reach half
+// the bytes per second of LUT4); VFMADD213PS writes its first operand,
+// so each accumulator costs a register move per loop iteration (the
+// allocator cannot accumulate in place), and unrolling to save the moves
+// spills.
 //
 // Loads go through unsafe pointers so that each is one instruction with no
 // bounds check. They stay in bounds because the drivers (kernel_simd.go)
@@ -34,6 +44,12 @@ import (
 // slice length first) and copy a row's last partial block into a zeroed
 // stack buffer; xp and the decode buffer are sized for whole blocks. Each
 // kernel keeps at most 13 vectors live (Go allocates Z0–Z14 only).
+
+// prefetchLines asks for the n cache lines from p (prefetch_amd64.s:
+// PREFETCHT0, which never faults, so p may run past the data).
+//
+//go:noescape
+func prefetchLines(p unsafe.Pointer, n int)
 
 // ldIdx loads the 16 code bytes at p, zero-extended to uint32 lanes.
 func ldIdx(p unsafe.Pointer) archsimd.Uint32x16 {
@@ -316,89 +332,102 @@ func deinterleave(dst, x []float32) {
 	}
 }
 
-// lut1x8 is the T > 1 kernel of 4-bit codes: it adds the products of one
-// output row (codes at w, nb whole blocks, table u) with eight x rows to
-// the vector partial sums acc[t]. x is in tile layout (mulJob.xq): the
-// eight rows' 16-float phase-layout vectors interleaved, vector v of row
-// t at xq + 64·(8v+t), so that every load is at a constant offset. Each
-// code is decoded once (one permute) and used for all eight x rows from
-// registers: no decode buffer. The FMAs sit in pairs in `if one > 0`
-// blocks (always true) so that Go's scheduler does not hoist all the x
-// loads of a block to its top, which spills vectors.
-func lut1x8(u *[16]float32, w unsafe.Pointer, nb int, xq unsafe.Pointer, acc *[8][16]float32, one int) {
-	t, sh := archsimd.LoadFloat32x16(u), archsimd.BroadcastUint32x16(4)
-	a0, a1, a2, a3 := ldA(acc, 0), ldA(acc, 1), ldA(acc, 2), ldA(acc, 3)
-	a4, a5, a6, a7 := ldA(acc, 4), ldA(acc, 5), ldA(acc, 6), ldA(acc, 7)
-	for b := range nb {
-		c := ldIdx(unsafe.Add(w, 16*b))
-		x := unsafe.Add(xq, 1024*b)
-		v := t.Permute(c)
-		if one > 0 {
-			a0, a1 = ldX(x, 0).MulAdd(v, a0), ldX(x, 16).MulAdd(v, a1)
-		}
-		if one > 0 {
-			a2, a3 = ldX(x, 32).MulAdd(v, a2), ldX(x, 48).MulAdd(v, a3)
-		}
-		if one > 0 {
-			a4, a5 = ldX(x, 64).MulAdd(v, a4), ldX(x, 80).MulAdd(v, a5)
-		}
-		if one > 0 {
-			a6, a7 = ldX(x, 96).MulAdd(v, a6), ldX(x, 112).MulAdd(v, a7)
-		}
-		v = t.Permute(c.ShiftRight(sh))
-		if one > 0 {
-			a0, a1 = ldX(x, 128).MulAdd(v, a0), ldX(x, 144).MulAdd(v, a1)
-		}
-		if one > 0 {
-			a2, a3 = ldX(x, 160).MulAdd(v, a2), ldX(x, 176).MulAdd(v, a3)
-		}
-		if one > 0 {
-			a4, a5 = ldX(x, 192).MulAdd(v, a4), ldX(x, 208).MulAdd(v, a5)
-		}
-		if one > 0 {
-			a6, a7 = ldX(x, 224).MulAdd(v, a6), ldX(x, 240).MulAdd(v, a7)
-		}
+// f32x4 is the T > 1 kernel of the LUT formats: it adds the products of
+// two decoded output rows (nv phase-layout vectors each at wa and wb,
+// written by decLUT or decVec2) with four x rows to the vector partial
+// sums acc[k][t]. x is in tile layout (mulJob.xq): the four rows'
+// 16-float phase-layout vectors interleaved, vector v of row t at
+// xq + 64·(4v+t), so that every load is at a constant offset. Each x
+// vector serves two rows and each weight vector four x rows.
+func f32x4(wa, wb unsafe.Pointer, nv int, xq unsafe.Pointer, acc *[2][4][16]float32) {
+	a0, a1, a2, a3 := ldA(&acc[0], 0), ldA(&acc[0], 1), ldA(&acc[0], 2), ldA(&acc[0], 3)
+	b0, b1, b2, b3 := ldA(&acc[1], 0), ldA(&acc[1], 1), ldA(&acc[1], 2), ldA(&acc[1], 3)
+	for i := range nv {
+		u, v := ldX(wa, 16*i), ldX(wb, 16*i)
+		x := (*[64]float32)(unsafe.Add(xq, 256*i))
+		a0 = archsimd.LoadFloat32x16((*[16]float32)(x[0:16])).MulAdd(u, a0)
+		b0 = archsimd.LoadFloat32x16((*[16]float32)(x[0:16])).MulAdd(v, b0)
+		a1 = archsimd.LoadFloat32x16((*[16]float32)(x[16:32])).MulAdd(u, a1)
+		b1 = archsimd.LoadFloat32x16((*[16]float32)(x[16:32])).MulAdd(v, b1)
+		a2 = archsimd.LoadFloat32x16((*[16]float32)(x[32:48])).MulAdd(u, a2)
+		b2 = archsimd.LoadFloat32x16((*[16]float32)(x[32:48])).MulAdd(v, b2)
+		a3 = archsimd.LoadFloat32x16((*[16]float32)(x[48:64])).MulAdd(u, a3)
+		b3 = archsimd.LoadFloat32x16((*[16]float32)(x[48:64])).MulAdd(v, b3)
 	}
-	stA(acc, 0, a0)
-	stA(acc, 1, a1)
-	stA(acc, 2, a2)
-	stA(acc, 3, a3)
-	stA(acc, 4, a4)
-	stA(acc, 5, a5)
-	stA(acc, 6, a6)
-	stA(acc, 7, a7)
+	stA(&acc[0], 0, a0)
+	stA(&acc[0], 1, a1)
+	stA(&acc[0], 2, a2)
+	stA(&acc[0], 3, a3)
+	stA(&acc[1], 0, b0)
+	stA(&acc[1], 1, b1)
+	stA(&acc[1], 2, b2)
+	stA(&acc[1], 3, b3)
 }
 
-// i8x8 is lut1x8 for INT8 codes (nb blocks of 16).
-func i8x8(w unsafe.Pointer, nb int, xq unsafe.Pointer, acc *[8][16]float32, one int) {
-	a0, a1, a2, a3 := ldA(acc, 0), ldA(acc, 1), ldA(acc, 2), ldA(acc, 3)
-	a4, a5, a6, a7 := ldA(acc, 4), ldA(acc, 5), ldA(acc, 6), ldA(acc, 7)
+// i8x4 is f32x4 for two INT8 code rows (nb blocks of 16 codes at w0 and
+// w1), converted in registers.
+func i8x4(w0, w1 unsafe.Pointer, nb int, xq unsafe.Pointer, acc *[2][4][16]float32) {
+	a0, a1, a2, a3 := ldA(&acc[0], 0), ldA(&acc[0], 1), ldA(&acc[0], 2), ldA(&acc[0], 3)
+	b0, b1, b2, b3 := ldA(&acc[1], 0), ldA(&acc[1], 1), ldA(&acc[1], 2), ldA(&acc[1], 3)
 	for b := range nb {
-		v := ldI8(unsafe.Add(w, 16*b))
-		x := unsafe.Add(xq, 512*b)
-		if one > 0 {
-			a0, a1 = ldX(x, 0).MulAdd(v, a0), ldX(x, 16).MulAdd(v, a1)
-		}
-		if one > 0 {
-			a2, a3 = ldX(x, 32).MulAdd(v, a2), ldX(x, 48).MulAdd(v, a3)
-		}
-		if one > 0 {
-			a4, a5 = ldX(x, 64).MulAdd(v, a4), ldX(x, 80).MulAdd(v, a5)
-		}
-		if one > 0 {
-			a6, a7 = ldX(x, 96).MulAdd(v, a6), ldX(x, 112).MulAdd(v, a7)
-		}
+		u, v := ldI8(unsafe.Add(w0, 16*b)), ldI8(unsafe.Add(w1, 16*b))
+		x := (*[64]float32)(unsafe.Add(xq, 256*b))
+		a0 = archsimd.LoadFloat32x16((*[16]float32)(x[0:16])).MulAdd(u, a0)
+		b0 = archsimd.LoadFloat32x16((*[16]float32)(x[0:16])).MulAdd(v, b0)
+		a1 = archsimd.LoadFloat32x16((*[16]float32)(x[16:32])).MulAdd(u, a1)
+		b1 = archsimd.LoadFloat32x16((*[16]float32)(x[16:32])).MulAdd(v, b1)
+		a2 = archsimd.LoadFloat32x16((*[16]float32)(x[32:48])).MulAdd(u, a2)
+		b2 = archsimd.LoadFloat32x16((*[16]float32)(x[32:48])).MulAdd(v, b2)
+		a3 = archsimd.LoadFloat32x16((*[16]float32)(x[48:64])).MulAdd(u, a3)
+		b3 = archsimd.LoadFloat32x16((*[16]float32)(x[48:64])).MulAdd(v, b3)
 	}
-	stA(acc, 0, a0)
-	stA(acc, 1, a1)
-	stA(acc, 2, a2)
-	stA(acc, 3, a3)
-	stA(acc, 4, a4)
-	stA(acc, 5, a5)
-	stA(acc, 6, a6)
-	stA(acc, 7, a7)
+	stA(&acc[0], 0, a0)
+	stA(&acc[0], 1, a1)
+	stA(&acc[0], 2, a2)
+	stA(&acc[0], 3, a3)
+	stA(&acc[1], 0, b0)
+	stA(&acc[1], 1, b1)
+	stA(&acc[1], 2, b2)
+	stA(&acc[1], 3, b3)
 }
 
 // ldA and stA load and store partial sums acc[i].
-func ldA(acc *[8][16]float32, i int) archsimd.Float32x16 { return archsimd.LoadFloat32x16(&acc[i]) }
-func stA(acc *[8][16]float32, i int, v archsimd.Float32x16) { v.Store(&acc[i]) }
+func ldA(acc *[4][16]float32, i int) archsimd.Float32x16    { return archsimd.LoadFloat32x16(&acc[i]) }
+func stA(acc *[4][16]float32, i int, v archsimd.Float32x16) { v.Store(&acc[i]) }
+
+// dec4x2 is decLUT for two 4-bit index rows at w and w + ld sharing one
+// table, unrolled: row k's nb blocks go to dst + k·ds floats.
+func dec4x2(tab *[16]float32, w unsafe.Pointer, ld, nb int, dst unsafe.Pointer, ds int) {
+	t, sh := archsimd.LoadFloat32x16(tab), archsimd.BroadcastUint32x16(4)
+	d1 := unsafe.Add(dst, 4*ds)
+	for b := range nb {
+		c0, c1 := ldIdx(unsafe.Add(w, 16*b)), ldIdx(unsafe.Add(w, ld+16*b))
+		stX(dst, 32*b, t.Permute(c0))
+		stX(dst, 32*b+16, t.Permute(c0.ShiftRight(sh)))
+		stX(d1, 32*b, t.Permute(c1))
+		stX(d1, 32*b+16, t.Permute(c1.ShiftRight(sh)))
+	}
+}
+
+// dec4v2 is decVec2 for one 4-bit index row, unrolled: component c's nb
+// blocks go to dst + c·ds floats.
+func dec4v2(u0, u1 *[16]float32, w unsafe.Pointer, nb int, dst unsafe.Pointer, ds int) {
+	t0, t1, sh := archsimd.LoadFloat32x16(u0), archsimd.LoadFloat32x16(u1), archsimd.BroadcastUint32x16(4)
+	d1 := unsafe.Add(dst, 4*ds)
+	for b := range nb {
+		c := ldIdx(unsafe.Add(w, 16*b))
+		stX(dst, 32*b, t0.Permute(c))
+		stX(d1, 32*b, t1.Permute(c))
+		c = c.ShiftRight(sh)
+		stX(dst, 32*b+16, t0.Permute(c))
+		stX(d1, 32*b+16, t1.Permute(c))
+	}
+}
+
+// sumAcc returns the sum of the 16 partial sums at p.
+func sumAcc(p *[16]float32) float32 { return hsum(archsimd.LoadFloat32x16(p)) }
+
+// copy16 copies the 16 floats at src to dst.
+func copy16(dst, src []float32) {
+	archsimd.LoadFloat32x16((*[16]float32)(src[:16])).Store((*[16]float32)(dst[:16]))
+}

@@ -53,15 +53,27 @@ func (j *mulJob) prepare() {
 			src := j.xp[t*j.xs : (t+1)*j.xs]
 			dst := j.xq[(t/tileX*nv*tileX+t%tileX)*16:]
 			for v := range nv {
-				copy(dst[v*tileX*16:][:16], src[16*v:])
+				copy16(dst[v*tileX*16:], src[16*v:])
 			}
 		}
 	}
 }
 
-// tiledOK reports whether the T > 1 register kernels (lut1x8, i8x8) run
-// the matrix: 4-bit scalar and 2-vector LUTs, INT8.
-func (j *mulJob) tiledOK(g geom) bool { return g.bits == 4 || j.m.fam == famInt8 }
+// tiledOK reports whether the T > 1 register kernels (lut2x4, vec2x4,
+// i8x4) run the matrix: INT8, 4-bit 2-vector LUTs and 4-bit scalar LUTs
+// whose groups have an even number of rows (a pair of rows shares one
+// table).
+func (j *mulJob) tiledOK(g geom) bool {
+	switch j.m.fam {
+	case famInt8:
+		return true
+	case famVec2:
+		return g.bits == 4
+	case famLUT:
+		return g.bits == 4 && j.m.rowsG%2 == 0
+	}
+	return false
+}
 
 // xqptr returns x tile t/tileX (t a multiple of tileX) in j.xq from its
 // phase-layout vector v.
@@ -164,10 +176,19 @@ func (j *mulJob) fusedRows(g geom, r0, r1, t int) int {
 // (stride ld) whose first index row is r.
 func (j *mulJob) fused(g geom, w unsafe.Pointer, ld, nb, r int, xp unsafe.Pointer) [8]float32 {
 	switch {
-	case j.m.fam == famInt8:
-		return i8Rows8(w, ld, nb, xp)
 	case j.m.fam == famVec2:
 		return j.fusedVec2(g, w, ld, nb, r, xp)
+	case j.m.fam == famLUT && ld == g.n && (r+16)*g.n <= len(j.m.p.Index):
+		return j.fusedPF(g, w, nb, r, xp) // (INT8 runs slower with it)
+	}
+	return j.rows8(g, w, ld, nb, r, xp)
+}
+
+// rows8 calls the family's eight-row T = 1 kernel (scalar LUT or INT8).
+func (j *mulJob) rows8(g geom, w unsafe.Pointer, ld, nb, r int, xp unsafe.Pointer) [8]float32 {
+	switch {
+	case j.m.fam == famInt8:
+		return i8Rows8(w, ld, nb, xp)
 	case g.bits == 4:
 		return lut4Rows8(j.tab16(r, 0), w, ld, nb, xp)
 	}
@@ -317,75 +338,113 @@ func (j *mulJob) mulDecoded(w unsafe.Pointer, n, xo, o0, rows, t0, t1 int) {
 	}
 }
 
-// tileX is the number of x rows the T > 1 register kernels (lut1x8, i8x8)
-// take at a time; tileO the output rows one pass keeps partial sums for;
-// tileC the phase-layout x floats per row of a column chunk (eight x rows'
-// chunks, 16 KiB, stay in L1 while the tileO rows run over them).
+// T > 1 register-kernel geometry (tiledRows): tileX x rows per kernel
+// call (the tile layout xq), tileG x rows per pass over the weights,
+// tileO output rows per pass (their vector partial sums, 8 KiB, stay in
+// L1) and tileC phase-layout floats per row of a column chunk (the decoded
+// pair, 4 KiB, and tileG x rows' chunks, 16 KiB, stay in L1 too).
 const (
-	tileX = 8
+	tileX = 4
+	tileG = 8
 	tileO = 16
 	tileC = 512
 )
 
 // tiledRows computes index rows [r0, r1) for x rows [t0, t1), t1−t0 a
-// multiple of tileX, with the register kernels: up to tileO output rows
-// at a time, each multiplied with eight x rows per call a column chunk at
-// a time, vector partial sums kept in a buffer, summed and scaled at the
-// end. A row's partial last block is copied to a zeroed buffer and run
-// as one more block.
+// multiple of tileX, with the register kernels: tileO output rows at a
+// time, for up to tileG x rows, a column chunk at a time. LUT rows are
+// decoded a pair at a time (decLUT, decVec2: two scalar index rows, or
+// one 2-vector row's two components) into an L1 buffer and multiplied
+// with tileX x rows per f32x4 call, so each decoded weight serves up to
+// tileG x rows; INT8 pairs run i8x4 on the codes. Vector partial sums
+// are kept in a buffer, summed and scaled at the end. A row's partial
+// last block is copied to a zeroed buffer and run as one more block.
 func (j *mulJob) tiledRows(g geom, r0, r1, t0, t1 int) {
 	m := j.m
 	d, out := m.f.Dim, m.out
-	idx := m.p.Index[:r1*g.n]
 	buf := decBufs.Get().(*[decRows * decChunk]float32)
 	defer decBufs.Put(buf)
-	acc := (*[tileO][8][16]float32)(unsafe.Pointer(buf))
+	// buf: partial sums [tileO/2][tileG/tileX][2][tileX][16] (2048 floats),
+	// then the decoded pair [2][tileC].
+	acc := (*[tileO / 2][tileG / tileX][2][tileX][16]float32)(unsafe.Pointer(buf))
+	dp := unsafe.Pointer(&buf[tileO*tileG*16])
 	cb := tileC / (16 * g.P) // blocks per chunk
 	for rg := r0; rg < r1; rg += tileO / d {
 		ri := min(tileO/d, r1-rg) // index rows of this group
 		no := ri * d
-		for t := t0; t < t1; t += tileX {
-			clear(acc[:no])
+		for tg := t0; tg < t1; tg += tileG {
+			nt := min(tileG, t1-tg) / tileX // x tiles of this pass
+			clear(acc[:(no+1)/2])
 			for c0 := 0; c0 < g.nb; c0 += cb {
-				nb := min(cb, g.nb-c0)
-				xp := j.xqptr(t, g.P*c0)
-				for k := range ri {
-					j.tiled(g, unsafe.Pointer(&idx[(rg+k)*g.n+16*c0]), nb, rg+k, xp, acc[k*d:])
-				}
+				j.tiledChunk(g, rg, ri, c0, min(cb, g.nb-c0), tg, nt, acc, dp)
 			}
 			if g.tail > 0 {
-				xp := j.xqptr(t, g.xt/16)
-				for k := range ri {
-					var tb [16]byte
-					copy(tb[:g.tail], idx[(rg+k)*g.n+16*g.nb:][:g.tail])
-					j.tiled(g, unsafe.Pointer(&tb), 1, rg+k, xp, acc[k*d:])
-				}
+				j.tiledChunk(g, rg, ri, g.nb, 0, tg, nt, acc, dp)
 			}
 			for k := range no {
 				o := rg*d + k
 				sc := m.scale[o]
-				for i := range tileX {
-					var s float32
-					for _, v := range acc[k][i] {
-						s += v
-					}
-					j.dst.Data[(t+i)*out+o] = sc * s
+				for i := range nt * tileX {
+					j.dst.Data[(tg+i)*out+o] = sc * sumAcc(&acc[k/2][i/tileX][k%2][i%tileX])
 				}
 			}
 		}
 	}
 }
 
-// tiled runs the family's register kernel on nb blocks of index row r at
-// w for eight x rows at xp, adding to acc (acc[c] for component c).
-func (j *mulJob) tiled(g geom, w unsafe.Pointer, nb, r int, xq unsafe.Pointer, acc [][8][16]float32) {
-	switch j.m.fam {
-	case famInt8:
-		i8x8(w, nb, xq, &acc[0], 1)
-	case famVec2:
-		lut1x8(j.tab16(r, 0), w, nb, xq, &acc[0], 1)
-		lut1x8(j.tab16(r, 1), w, nb, xq, &acc[1], 1)
-	default:
-		lut1x8(j.tab16(r, 0), w, nb, xq, &acc[0], 1)
+// tiledChunk runs blocks [c0, c0+nb) of the ri index rows from rg (nb = 0:
+// the partial last block, copied to a zeroed buffer) for the nt x tiles
+// from tg, adding to acc; dp is the decode buffer.
+func (j *mulJob) tiledChunk(g geom, rg, ri, c0, nb, tg, nt int, acc *[tileO / 2][tileG / tileX][2][tileX][16]float32, dp unsafe.Pointer) {
+	m := j.m
+	d := m.f.Dim
+	idx := m.p.Index[:(rg+ri)*g.n]
+	for k := 0; k < ri; k += 2 / d {
+		ra, rb := rg+k, rg+min(k+1, ri-1)
+		w0, w1, nbk := unsafe.Pointer(&idx[ra*g.n+16*c0]), unsafe.Pointer(&idx[rb*g.n+16*c0]), nb
+		var tb [32]byte
+		if nb == 0 { // the partial last block
+			copy(tb[:g.tail], idx[ra*g.n+16*g.nb:][:g.tail])
+			copy(tb[16:16+g.tail], idx[rb*g.n+16*g.nb:][:g.tail])
+			w0, w1, nbk = unsafe.Pointer(&tb[0]), unsafe.Pointer(&tb[16]), 1
+		}
+		a := &acc[k*d/2]
+		if m.fam == famInt8 {
+			for i := range nt {
+				i8x4(w0, w1, nbk, j.xqptr(tg+tileX*i, c0), &a[i])
+			}
+			continue
+		}
+		if m.fam == famVec2 {
+			dec4v2(j.tab16(ra, 0), j.tab16(ra, 1), w0, nbk, dp, tileC)
+		} else {
+			dec4x2(j.tab16(ra, 0), w0, int(uintptr(w1)-uintptr(w0)), nbk, dp, tileC)
+		}
+		for i := range nt {
+			f32x4(dp, unsafe.Add(dp, 4*tileC), nbk*g.P, j.xqptr(tg+tileX*i, g.P*c0), &a[i])
+		}
 	}
+}
+
+// pfChunk is the number of blocks per row fusedPF runs between
+// prefetches.
+const pfChunk = 16
+
+// fusedPF runs rows8 on the eight whole rows at w (nb blocks, index rows
+// r…r+7 of a matrix that has eight more) pfChunk blocks at a time, and
+// before each chunk prefetches the same share of the next eight rows
+// (contiguous, 128 bytes per block): the hardware prefetcher alone leaves
+// the decode step waiting on memory much of the time.
+func (j *mulJob) fusedPF(g geom, w unsafe.Pointer, nb, r int, xp unsafe.Pointer) [8]float32 {
+	next := unsafe.Pointer(&j.m.p.Index[(r+8)*g.n])
+	var s [8]float32
+	for b0 := 0; b0 < nb; b0 += pfChunk {
+		n := min(pfChunk, nb-b0)
+		prefetchLines(unsafe.Add(next, 128*b0), 2*n)
+		a := j.rows8(g, unsafe.Add(w, 16*b0), g.n, n, r, unsafe.Add(xp, 64*g.P*b0))
+		for i := range s {
+			s[i] += a[i]
+		}
+	}
+	return s
 }

@@ -106,11 +106,11 @@ func (m *Matrix) mulIndexed(j *mulJob, dst, x *tensor.Matrix) {
 const rowBlock = 16
 
 // tileBytes bounds the x rows one pass over the weights uses (they should
-// stay in a core's L2): tileT(in) = tileBytes/(4·in) rows, a multiple of 8
-// between 8 and 64.
+// stay in a core's L2): tileT(in) = tileBytes/(4·in) rows, a multiple of 4
+// between 4 and 64.
 const tileBytes = 256 << 10
 
-func tileT(in int) int { return min(64, max(8, tileBytes/(4*in))&^7) }
+func tileT(in int) int { return min(64, max(4, tileBytes/(4*in))&^3) }
 
 // mulJob carries one Mul's operands and scratch to the pool's workers. run
 // is the method value j.rows, built once per job so that Mul does not
@@ -121,7 +121,7 @@ type mulJob struct {
 	fast   bool
 	xp     []float32 // [T][xs] x in the fast kernels' layout (kernel_avx512.go)
 	xs     int       // floats per row of xp
-	xq     []float32 // [T/8][xs/16][8][16] whole tiles of 8 rows of xp interleaved (kernel_simd.go)
+	xq     []float32 // [T/4][xs/16][4][16] whole tiles of 4 rows of xp interleaved (kernel_simd.go)
 	run    func(lo, hi int)
 
 	xr, u, v tensor.Matrix // rotated x [T, in]; B·x' [T, r]; A·(B·x') [T, out]
