@@ -64,6 +64,9 @@ type PartStats struct {
 	Params int64   `json:"params"`
 	Bytes  int64   `json:"bytes"`
 	BPW    float64 `json:"bpw"`
+	// ANE (bundle only) counts the part's matrices by placement, e.g.
+	// "24 on the ANE, 2 fall back to the CPU".
+	ANE string `json:"ane,omitempty"`
 }
 
 // Inspect opens the checkpoint or bundle in dir and summarises it.
@@ -116,7 +119,38 @@ func inspectBundle(dir string) (*Inspection, error) {
 		in.Matrices = append(in.Matrices, ms)
 	}
 	in.finish()
+	in.summarizeANE()
 	return in, nil
+}
+
+// summarizeANE fills each part's ANE column from its matrices' placements.
+func (in *Inspection) summarizeANE() {
+	for i := range in.Parts {
+		p := &in.Parts[i]
+		var ane, cpu, none int
+		for _, m := range in.Matrices {
+			switch {
+			case m.Part != p.Part:
+			case strings.HasPrefix(m.Placement, lut.OnANE.String()):
+				ane++
+			case strings.HasPrefix(m.Placement, lut.OnCPU.String()):
+				cpu++
+			default:
+				none++
+			}
+		}
+		var parts []string
+		if ane > 0 {
+			parts = append(parts, fmt.Sprintf("%d on the ANE", ane))
+		}
+		if cpu > 0 {
+			parts = append(parts, fmt.Sprintf("%d fall back to the CPU", cpu))
+		}
+		if none > 0 {
+			parts = append(parts, fmt.Sprintf("%d not expressible", none))
+		}
+		p.ANE = strings.Join(parts, ", ")
+	}
 }
 
 func newInspection(dir string, c *model.Config) *Inspection {
@@ -175,9 +209,9 @@ func (in *Inspection) WriteTable(w io.Writer) error {
 	} else {
 		fmt.Fprintf(tw, "dtypes\t%s\n\n", strings.Join(in.DTypes, ", "))
 	}
-	fmt.Fprintf(tw, "part\tparams\tbytes\tbpw\tshare\t\n")
+	fmt.Fprintf(tw, "part\tparams\tbytes\tbpw\tshare\t%s\n", map[bool]string{true: "ANE", false: ""}[in.Bundle])
 	for _, p := range in.Parts {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f%%\t\n", p.Part, p.Params, humanBytes(p.Bytes), p.BPW, 100*float64(p.Bytes)/float64(max(in.Bytes, 1)))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f%%\t%s\n", p.Part, p.Params, humanBytes(p.Bytes), p.BPW, 100*float64(p.Bytes)/float64(max(in.Bytes, 1)), p.ANE)
 	}
 	fmt.Fprintf(tw, "total\t%d\t%s\t%.3f\t100.0%%\t\n", in.Params, humanBytes(in.Bytes), 8*float64(in.Bytes)/float64(max(in.Params, 1)))
 	if err := tw.Flush(); err != nil || len(in.Matrices) == 0 {
