@@ -67,14 +67,20 @@ func TestChatGoldens(t *testing.T) {
 	pass, known := 0, 0
 	for i, c := range cases {
 		t.Run(c.Template+"/"+strconv.Itoa(i), func(t *testing.T) {
-			for _, k := range knownDifferences {
-				if k.template == c.Template && strings.Contains(string(c.Messages), k.messages) {
-					known++
-					t.Skip("known difference of github.com/ardanlabs/jinja v1.8.0: " + k.why)
-				}
-			}
 			got, err := toks[c.Template].Chat(c.Messages, ChatOptions{Tools: c.Tools, AddGenerationPrompt: c.AddGenerationPrompt,
 				Kwargs: c.Kwargs, ParseArguments: c.ParseArguments})
+			for _, k := range knownDifferences {
+				if k.template == c.Template && strings.Contains(string(c.Messages), k.messages) {
+					// A known gap must still be a gap: if the library starts to
+					// agree with Python, this entry is stale and must go.
+					if (c.Error != "") == (err != nil) && got == c.Rendered {
+						t.Fatalf("known difference (%s) no longer differs: remove it from knownDifferences", k.why)
+					}
+					known++
+					t.Logf("known difference of github.com/ardanlabs/jinja v1.8.0: %s", k.why)
+					return
+				}
+			}
 			switch {
 			case c.Error != "" && err == nil:
 				t.Fatalf("rendered %q; want the error %q", got, c.Error)
@@ -88,7 +94,7 @@ func TestChatGoldens(t *testing.T) {
 			pass++
 		})
 	}
-	t.Logf("%d/%d chat goldens pass, %d known differences skipped", pass, len(cases), known)
+	t.Logf("%d/%d chat goldens pass, %d are known library differences (asserted still different)", pass, len(cases), known)
 }
 
 // knownDifferences are goldens where the jinja package departs from Python's Jinja2.
