@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"forge/internal/durable"
 	"forge/lut"
 	"forge/safetensors"
 )
@@ -110,7 +110,7 @@ func (w *Writer) copySourceFiles() error {
 		if err != nil {
 			return fmt.Errorf("bundle %s: source %w", w.out, err)
 		}
-		if err := writeFileSync(filepath.Join(w.tmp, name), data); err != nil {
+		if err := durable.WriteFile(filepath.Join(w.tmp, name), data); err != nil {
 			return fmt.Errorf("bundle %s: %w", w.out, err)
 		}
 	}
@@ -336,10 +336,10 @@ func (w *Writer) finish() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileSync(filepath.Join(w.tmp, ManifestName), append(raw, '\n')); err != nil {
+	if err := durable.WriteFile(filepath.Join(w.tmp, ManifestName), append(raw, '\n')); err != nil {
 		return err
 	}
-	if err := syncDir(w.tmp); err != nil {
+	if err := durable.SyncDir(w.tmp); err != nil {
 		return err
 	}
 	if w.opt.Overwrite {
@@ -350,7 +350,7 @@ func (w *Writer) finish() error {
 	if err := os.Rename(w.tmp, w.out); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(w.out))
+	return durable.SyncDir(filepath.Dir(w.out))
 }
 
 // Abort stops the export and removes OUT.partial. Safe to call twice and
@@ -369,33 +369,4 @@ func u16Bytes(v []uint16) []byte {
 		binary.LittleEndian.PutUint16(b[2*i:], x)
 	}
 	return b
-}
-
-// writeFileSync writes data to path and fsyncs it.
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return nil
 }

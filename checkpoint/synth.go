@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"forge/internal/durable"
 	"forge/model"
 	"forge/safetensors"
 	"forge/tensor"
@@ -61,7 +62,7 @@ func Synth(ctx context.Context, cfgJSON []byte, dir string, opt SynthOptions) er
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
-	return syncDir(filepath.Dir(filepath.Clean(dir)))
+	return durable.SyncDir(filepath.Dir(filepath.Clean(dir)))
 }
 
 func writeSynth(ctx context.Context, cfg *model.Config, cfgJSON []byte, dir string, opt SynthOptions) error {
@@ -114,10 +115,10 @@ func writeSynth(ctx context.Context, cfg *model.Config, cfgJSON []byte, dir stri
 		}
 	}
 	index, _ := json.MarshalIndent(map[string]any{"metadata": map[string]int64{"total_size": total}, "weight_map": weightMap}, "", "  ")
-	if err := writeFileSync(filepath.Join(dir, "model.safetensors.index.json"), index); err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), index); err != nil {
 		return err
 	}
-	return writeFileSync(filepath.Join(dir, "config.json"), cfgJSON)
+	return durable.WriteFile(filepath.Join(dir, "config.json"), cfgJSON)
 }
 
 // hfName is the on-disk name of a text tensor in the VLM layout.
@@ -203,38 +204,4 @@ func synthFill(dst []float32, base int, s model.TensorSpec, r *rand.Rand) {
 			dst[i] = float32(-0.1 + 0.2*r.Float64())
 		}
 	}
-}
-
-// writeFileSync writes data to path via a temp file, fsync and rename.
-func writeFileSync(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.Rename(f.Name(), path)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

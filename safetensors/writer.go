@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -15,11 +14,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"unicode/utf8"
 	"unsafe"
 
 	"forge/tensor"
+
+	"forge/internal/durable"
 )
 
 // Tensor is one tensor with its data, for WriteFile.
@@ -368,7 +368,7 @@ func (w *Writer) commit() error {
 		return ioErr(w.path, "rename", err)
 	}
 	w.renamed = true
-	if err := syncDir(filepath.Dir(w.path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(w.path)); err != nil {
 		return ioErr(w.path, "sync directory", err)
 	}
 	return nil
@@ -395,20 +395,6 @@ func (w *Writer) discard() {
 		os.Remove(w.tmpName)
 		w.tmpName = ""
 	}
-}
-
-// syncDir makes a rename in dir durable. Filesystems that cannot sync a
-// directory (EINVAL, ENOTSUP) are not an error.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return err
-	}
-	return nil
 }
 
 // WriteFile writes tensors, in the given order, and metadata to path
