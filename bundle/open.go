@@ -22,6 +22,7 @@ type Bundle struct {
 	files    []*safetensors.File
 	tensors  map[string]*safetensors.File // tensor name → shard
 	matrices map[string]MatrixEntry
+	built    map[string]*lut.Matrix // validated by Open, handed out by Matrix
 }
 
 var _ model.Source = (*Bundle)(nil)
@@ -34,7 +35,7 @@ func Open(dir string) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{dir: dir, man: man, tensors: map[string]*safetensors.File{}, matrices: map[string]MatrixEntry{}}
+	b := &Bundle{dir: dir, man: man, tensors: map[string]*safetensors.File{}, matrices: map[string]MatrixEntry{}, built: map[string]*lut.Matrix{}}
 	if err := b.verifyFiles(); err != nil {
 		return nil, err
 	}
@@ -51,6 +52,8 @@ func Open(dir string) (*Bundle, error) {
 	}
 	for _, m := range man.Matrices {
 		b.matrices[m.Name] = m
+	}
+	for _, m := range man.Matrices { // validate every matrix's arrays once, here
 		if _, err := b.Linear(m.Name); err != nil {
 			b.Close()
 			return nil, err
@@ -160,11 +163,15 @@ func (b *Bundle) Linear(name string) (model.Linear, error) {
 }
 
 // Matrix returns the lut.Matrix of a matrix the manifest records in a lut
-// format, or nil if the manifest records name as a raw tensor.
+// format, or nil if the manifest records name as a raw tensor. Matrices are
+// built (and their arrays validated) once; later calls return the same one.
 func (b *Bundle) Matrix(name string) (*lut.Matrix, error) {
 	e, ok := b.matrices[name]
 	if !ok || e.Raw {
 		return nil, nil
+	}
+	if m, ok := b.built[name]; ok {
+		return m, nil
 	}
 	f, err := lut.ParseFormat(e.Format)
 	if err != nil {
@@ -182,6 +189,7 @@ func (b *Bundle) Matrix(name string) (*lut.Matrix, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: matrix %q: %w", b.dir, name, err)
 	}
+	b.built[name] = m
 	return m, nil
 }
 
