@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -48,13 +47,13 @@ type hfRope struct {
 // required; the rest take the defaults of spec §2.1. Errors name the field.
 func ParseConfig(data []byte) (model.Config, error) {
 	var top hfConfig
-	if err := strictDecode(data, &top); err != nil {
+	if err := json.Unmarshal(data, &top); err != nil {
 		return model.Config{}, err
 	}
 	txt := top
 	if top.TextConfig != nil {
 		txt = hfConfig{} // fresh: decoding into a copy would write through top's pointers
-		if err := strictDecode(*top.TextConfig, &txt); err != nil {
+		if err := json.Unmarshal(*top.TextConfig, &txt); err != nil {
 			return model.Config{}, fmt.Errorf("text_config: %w", err)
 		}
 		if top.Tied != nil { // the top-level flag of the nested config rules (§2.1)
@@ -62,15 +61,6 @@ func ParseConfig(data []byte) (model.Config, error) {
 		}
 	}
 	return txt.resolve()
-}
-
-// strictDecode decodes JSON into v; json's own errors already name the field.
-func strictDecode(data []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(data))
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	return nil
 }
 
 func (h *hfConfig) resolve() (model.Config, error) {

@@ -70,7 +70,7 @@ func BenchmarkPrefill(b *testing.B) {
 			continue
 		}
 		for _, T := range []int{128, 512} {
-			b.Run(name+"/T"+itoa(T), func(b *testing.B) {
+			b.Run(name+"/T"+strconv.Itoa(T), func(b *testing.B) {
 				m := loadModel(b, dir)
 				toks := make([]int, T)
 				for i := range toks {
@@ -87,5 +87,3 @@ func BenchmarkPrefill(b *testing.B) {
 		}
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -165,11 +165,9 @@ func TestConfigValidate(t *testing.T) {
 			c := good
 			tc.edit(&c)
 			err := c.Validate()
-			if err == nil || !contains(err.Error(), tc.field) {
+			if err == nil || !strings.Contains(err.Error(), tc.field) {
 				t.Errorf("Validate() = %v, want an error naming %s", err, tc.field)
 			}
 		})
 	}
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -101,6 +101,13 @@ func TestErrors(t *testing.T) {
 		{"not a checkpoint", []string{"inspect", dir}, "config.json"},
 		{"bad tokens", []string{"logits", "--model", tiny, "--tokens", bad, "--out", filepath.Join(dir, "o")}, "bad.json"},
 		{"unknown command", []string{"frobnicate"}, "unexpected argument"},
+		{"snr bad shape", []string{"snr", "--gaussian", "4096by4096", "--formats", "LUT4 per-tensor + pcs"}, "ROWSxCOLS"},
+		{"snr bad format", []string{"snr", "--gaussian", "64x64", "--formats", "LUT5 per-tensor + pcs"}, "LUT5"},
+		{"snr bad regexp", []string{"snr", "--model", tiny, "--tensors", "(", "--formats", "LUT4 per-tensor + pcs"}, "--tensors"},
+		{"snr no match", []string{"snr", "--model", tiny, "--tensors", "nothing", "--formats", "LUT4 per-tensor + pcs"}, "no matrix"},
+		{"snr both sources", []string{"snr", "--model", tiny, "--gaussian", "8x8", "--formats", "LUT4 per-tensor + pcs"}, "--gaussian"},
+		{"quantize bad format", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "vector 2x17 + pcs"}, "2x17"},
+		{"quantize bad method", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--method", "gptq"}, "gptq"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
