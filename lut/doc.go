@@ -21,6 +21,7 @@
 //	kernel_go.go  the portable kernels (every format and alignment)
 //	kernel_simd.go, kernel_avx512.go   AVX-512 kernels (GOEXPERIMENT=simd, amd64)
 //	prefetch_amd64.s  PREFETCHT0 of a range of lines, for the T = 1 LUT kernels
+//	rows_amd64.s      the T = 1 kernels of 4-bit LUTs and 2-vector 2x16, in assembly
 //
 // # Stored arrays (Parts)
 //

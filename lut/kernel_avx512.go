@@ -23,7 +23,10 @@ import (
 //
 // T = 1 (decode) runs fused kernels over eight weight rows at once: eight
 // concurrent memory streams per core, which DRAM serves much faster than
-// four. For T > 1, 4-bit LUTs decode two output rows a chunk at a time
+// four. The 4-bit ones (LUT4, 2-vector 2x16), the formats that matter
+// most, are in assembly (rows_amd64.s) and prefetch the next rows as they
+// go; the 2-vector one reads 64-byte "wide" blocks in its own x layout
+// (mulJob.xw). For T > 1, 4-bit LUTs decode two output rows a chunk at a time
 // into a small buffer (dec4x2, dec4v2) and INT8 converts two code rows in
 // registers, and f32x4 / i8x4 multiply them with four x rows at a time in
 // tile layout (mulJob.xq); other LUTs decode eight rows a chunk at a time
@@ -33,17 +36,17 @@ import (
 // Measured on Zen 4 (2 cores): a 512-bit VPERMPS issues about once per
 // two cycles, which bounds the T = 1 LUT kernels in cache (one permute
 // per 16 weights: 2-vector formats, with 4 weights per byte, reach half
-// the bytes per second of LUT4); VFMADD213PS writes its first operand,
-// so each accumulator costs a register move per loop iteration (the
-// allocator cannot accumulate in place), and unrolling to save the moves
-// spills.
+// the bytes per second of LUT4 in cache); in Go, VFMADD213PS writes its
+// first operand, so each accumulator costs a register move per loop
+// iteration (the allocator cannot accumulate in place), and unrolling to
+// save the moves spills — the reason the 4-bit kernels are assembly.
 //
 // Loads go through unsafe pointers so that each is one instruction with no
 // bounds check. They stay in bounds because the drivers (kernel_simd.go)
 // pass only whole 16-byte blocks of rows that exist (checked against the
 // slice length first) and copy a row's last partial block into a zeroed
-// stack buffer; xp and the decode buffer are sized for whole blocks. Each
-// kernel keeps at most 13 vectors live (Go allocates Z0–Z14 only).
+// stack buffer; xp, xw and the decode buffer are sized for whole blocks.
+// Each Go kernel keeps at most 13 vectors live (Go allocates Z0–Z14 only).
 
 // prefetchLines asks for the n cache lines from p (prefetch_amd64.s:
 // PREFETCHT0, which never faults, so p may run past the data).
@@ -116,49 +119,19 @@ func lutPhases(t archsimd.Float32x16, c archsimd.Uint32x16, xb unsafe.Pointer, P
 	return a
 }
 
-// lut4Rows8 is lutRows8 for 4-bit codes, the phases unrolled: per block
-// the low nibbles are columns 2i, the high nibbles columns 2i+1. Each row
-// sits in its own `if ld > 0` block, always true: the block boundary does
-// what the phase loop does for lutRows8 (no hoisting, no spills), without
-// the loop overhead. 1.5× faster than lutRows8 at 4 bits, in cache.
-func lut4Rows8(tab *[16]float32, w unsafe.Pointer, ld, nb int, xp unsafe.Pointer) (s [8]float32) {
-	t, sh := archsimd.LoadFloat32x16(tab), archsimd.BroadcastUint32x16(4)
-	var a0, a1, a2, a3, a4, a5, a6, a7 archsimd.Float32x16
-	for b := range nb {
-		q, xb := unsafe.Add(w, 16*b), unsafe.Add(xp, 128*b)
-		if ld > 0 {
-			a0 = lut4(t, ldIdx(q), xb, sh, a0)
-		}
-		if ld > 0 {
-			a1 = lut4(t, ldIdx(unsafe.Add(q, ld)), xb, sh, a1)
-		}
-		if ld > 0 {
-			a2 = lut4(t, ldIdx(unsafe.Add(q, 2*ld)), xb, sh, a2)
-		}
-		if ld > 0 {
-			a3 = lut4(t, ldIdx(unsafe.Add(q, 3*ld)), xb, sh, a3)
-		}
-		if ld > 0 {
-			a4 = lut4(t, ldIdx(unsafe.Add(q, 4*ld)), xb, sh, a4)
-		}
-		if ld > 0 {
-			a5 = lut4(t, ldIdx(unsafe.Add(q, 5*ld)), xb, sh, a5)
-		}
-		if ld > 0 {
-			a6 = lut4(t, ldIdx(unsafe.Add(q, 6*ld)), xb, sh, a6)
-		}
-		if ld > 0 {
-			a7 = lut4(t, ldIdx(unsafe.Add(q, 7*ld)), xb, sh, a7)
-		}
-	}
-	return [8]float32{hsum(a0), hsum(a1), hsum(a2), hsum(a3), hsum(a4), hsum(a5), hsum(a6), hsum(a7)}
-}
+// lut4Rows8 is lutRows8 for 4-bit codes, in assembly (rows_amd64.s): s
+// gets the eight sums; pf, advanced 128 bytes per block (the next eight
+// rows' share), is prefetched as the rows stream.
+//
+//go:noescape
+func lut4Rows8(tab *[16]float32, w unsafe.Pointer, ld, nb int, xp unsafe.Pointer, pf uintptr, s *[8]float32)
 
-// lut4 is lutPhases for 4-bit codes, unrolled.
-func lut4(t archsimd.Float32x16, c archsimd.Uint32x16, xb unsafe.Pointer, sh archsimd.Uint32x16, a archsimd.Float32x16) archsimd.Float32x16 {
-	a = t.Permute(c).MulAdd(ldX(xb, 0), a)
-	return t.Permute(c.ShiftRight(sh)).MulAdd(ldX(xb, 16), a)
-}
+// wideVec4 is the T = 1 kernel of 4-bit 2-vector LUTs, in assembly
+// (rows_amd64.s, which describes the wide layout it reads): the four index rows at w + k·ld each read as two streams of h wide blocks
+// (x at xw and xw + 512·h bytes); s[2k+c] is row k, component c.
+//
+//go:noescape
+func wideVec4(u0, u1 *[16]float32, w unsafe.Pointer, ld, h int, xw unsafe.Pointer, pf uintptr, s *[8]float32)
 
 // vec2Rows4 is the T = 1 kernel of 2-vector formats: four index rows at
 // w + k·ld (one shared codebook with components u0, u1), each code

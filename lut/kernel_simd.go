@@ -41,6 +41,16 @@ func (j *mulJob) prepare() {
 	for t := range j.x.Rows {
 		permuteX(j.xp[t*j.xs:(t+1)*j.xs], j.x.Row(t), g.P)
 	}
+	j.xw = j.xw[:0]
+	if j.x.Rows == 1 && g.bits == 4 && j.m.fam == famVec2 {
+		// Whole wide blocks plus one spare (fusedVec4's last pair).
+		need := (g.n/64 + 2) * 128
+		if cap(j.xw) < need {
+			j.xw = make([]float32, need)
+		}
+		j.xw = j.xw[:need]
+		permuteX(j.xw, j.x.Row(0), 8)
+	}
 	j.xq = j.xq[:0]
 	if j.x.Rows >= tileX && j.tiledOK(g) {
 		nt, nv := j.x.Rows/tileX, j.xs/16
@@ -153,6 +163,10 @@ func (j *mulJob) fusedRows(g geom, r0, r1, t int) int {
 			j.decodedRows(g, r, r+R, t, t+1)
 			continue
 		}
+		if len(j.xw) > 0 {
+			j.store(r, t, j.fusedVec4(g, unsafe.Pointer(&idx[r*g.n]), r))
+			continue
+		}
 		s := j.fused(g, unsafe.Pointer(&idx[r*g.n]), g.n, g.nb, r, j.xptr(t, 0))
 		if g.tail > 0 && m.fam != famVec2 { // fusedVec2 reads its own tail
 			var buf [8 * 16]byte // the rows' partial last blocks, zero-padded
@@ -164,12 +178,48 @@ func (j *mulJob) fusedRows(g geom, r0, r1, t int) int {
 				s[i] += a[i]
 			}
 		}
-		o0, dst := r*m.f.Dim, j.dst.Data[t*m.out:]
-		for i, v := range s {
-			dst[o0+i] = m.scale[o0+i] * v
-		}
+		j.store(r, t, s)
 	}
 	return r
+}
+
+// store writes the scaled sums s of the eight output rows from index row
+// r to row t of dst.
+func (j *mulJob) store(r, t int, s [8]float32) {
+	m := j.m
+	o0, dst := r*m.f.Dim, j.dst.Data[t*m.out:]
+	for i, v := range s {
+		dst[o0+i] = m.scale[o0+i] * v
+	}
+}
+
+// fusedVec4 runs the wide 2-vector kernel (4-bit codes, x in j.xw) on
+// the four index rows from r, whose bytes start at w, each read as two
+// streams of h = n/128 wide blocks. The bytes the streams leave (up to
+// 127 per row) are copied to a zeroed buffer and run as one more pair;
+// j.xw has zeros past x and one spare block for that pair.
+func (j *mulJob) fusedVec4(g geom, w unsafe.Pointer, r int) (s [8]float32) {
+	n, xw := g.n, unsafe.Pointer(&j.xw[0])
+	u0, u1 := j.tab16(r, 0), j.tab16(r, 1)
+	h := n / 128
+	if h > 0 {
+		wideVec4(u0, u1, w, n, h, xw, uintptr(w)+uintptr(4*n), &s)
+	}
+	rest := n - 128*h
+	if rest == 0 {
+		return s
+	}
+	var buf [4 * 128]byte
+	for k := range 4 {
+		copy(buf[128*k:128*k+rest], unsafe.Slice((*byte)(unsafe.Add(w, k*n+128*h)), rest))
+	}
+	var a [8]float32
+	b := unsafe.Pointer(&buf)
+	wideVec4(u0, u1, b, 128, 1, unsafe.Add(xw, 4*256*h), uintptr(b), &a)
+	for i := range s {
+		s[i] += a[i]
+	}
+	return s
 }
 
 // fused calls the family's T = 1 kernel on nb blocks of the rows at w
@@ -178,7 +228,7 @@ func (j *mulJob) fused(g geom, w unsafe.Pointer, ld, nb, r int, xp unsafe.Pointe
 	switch {
 	case j.m.fam == famVec2:
 		return j.fusedVec2(g, w, ld, nb, r, xp)
-	case j.m.fam == famLUT && ld == g.n && (r+16)*g.n <= len(j.m.p.Index):
+	case j.m.fam == famLUT && g.bits != 4 && ld == g.n && (r+16)*g.n <= len(j.m.p.Index):
 		return j.fusedPF(g, w, nb, r, xp) // (INT8 runs slower with it)
 	}
 	return j.rows8(g, w, ld, nb, r, xp)
@@ -190,7 +240,9 @@ func (j *mulJob) rows8(g geom, w unsafe.Pointer, ld, nb, r int, xp unsafe.Pointe
 	case j.m.fam == famInt8:
 		return i8Rows8(w, ld, nb, xp)
 	case g.bits == 4:
-		return lut4Rows8(j.tab16(r, 0), w, ld, nb, xp)
+		var s [8]float32
+		lut4Rows8(j.tab16(r, 0), w, ld, nb, xp, uintptr(w)+uintptr(8*ld), &s)
+		return s
 	}
 	return lutRows8(j.tab16(r, 0), g.bits, w, ld, nb, xp)
 }

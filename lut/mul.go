@@ -122,6 +122,7 @@ type mulJob struct {
 	xp     []float32 // [T][xs] x in the fast kernels' layout (kernel_avx512.go)
 	xs     int       // floats per row of xp
 	xq     []float32 // [T/4][xs/16][4][16] whole tiles of 4 rows of xp interleaved (kernel_simd.go)
+	xw     []float32 // T = 1, 4-bit codes: x in the wide layout (rows_amd64.s), else empty
 	run    func(lo, hi int)
 
 	xr, u, v tensor.Matrix // rotated x [T, in]; B·x' [T, r]; A·(B·x') [T, out]
