@@ -2,29 +2,48 @@ package forge
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"forge/bundle"
+	"forge/calib"
 	"forge/checkpoint"
-	"forge/lut"
 	"forge/model"
-	"forge/quant"
-	"forge/tensor"
+	"forge/plan"
 )
 
-// QuantizeConfig configures Quantize. The zero Method is "rtn".
+// QuantizeConfig configures Quantize. Zero values are the defaults; any
+// conflicting or incomplete combination is an error (newRecipe).
 type QuantizeConfig struct {
-	Model     string // HF checkpoint directory
-	Out       string // bundle directory to create
-	Format    string // format of every quantizable matrix, e.g. "LUT4 per-tensor + pcs"
-	Method    string // "rtn" (nearest rounding); GPTQ comes later
-	Seed      uint64
-	Overwrite bool
-	ShardSize int64
-	// Progress, if set, is called after each tensor with tensors done and total.
+	Model  string // HF checkpoint directory
+	Out    string // bundle directory to create
+	Format string // default format of every quantizable matrix, e.g. "LUT4 per-tensor + pcs"
+	Plan   string // plan JSON (package plan): per-part defaults and per-matrix overrides
+	Method string // "rtn" (nearest rounding, the default) or "gptq"
+	AW     bool   // codebooks weighted by diag(H) (needs Calib)
+	// Hadamard rotates the inputs of the MLP matrices online (seeds
+	// 1000 + layer before gate/up, 2000 + layer before down).
+	Hadamard bool
+	Calib    []string // calibration sources "FILE:ROWS" (package calib)
+	Seq      int      // tokens per calibration row (0: 1024)
+	HoldOut  int      // calibration rows held out for SNRs (0: max(1, rows/12))
+	// LowRankRank > 0 adds a rank-r correction of the quantization error to
+	// the matrices of LowRankParts (default gdn,attn,kv); LowRankWeighted
+	// fits it weighted by the calibration Hessian.
+	LowRankRank     int
+	LowRankParts    []string
+	LowRankWeighted bool
+	Seed            uint64
+	Resume          bool // continue an interrupted run from OUT.work
+	Overwrite       bool
+	ShardSize       int64
+	// Progress, if set, is called as work finishes with steps done and total.
 	Progress func(done, total int64)
+	// Log, if set, receives one line per quantized matrix (SNRs).
+	Log func(line string)
 }
 
 // Quantizable reports whether a tensor is quantized by forge quantize: the
@@ -46,79 +65,143 @@ func Quantizable(s model.TensorSpec) bool {
 }
 
 // Quantize writes a bundle of cfg.Model with every quantizable matrix in
-// cfg.Format, the rest copied in its source dtype. The bundle is complete
-// and verified or absent: see package bundle.
+// the format --format or the plan assigns it, the rest copied in its source
+// dtype. With calibration it runs the model layer by layer (calib.Runner,
+// true sequential). Finished matrices go to OUT.work as they are made, so
+// an interrupted run resumes with cfg.Resume; the bundle is assembled from
+// them at the end and is complete and verified or absent (package bundle).
 func Quantize(ctx context.Context, cfg QuantizeConfig) error {
-	if cfg.Method != "" && cfg.Method != "rtn" {
-		return fmt.Errorf("quantize: method %q is not supported (rtn)", cfg.Method)
-	}
-	f, err := lut.ParseFormat(cfg.Format)
+	r, err := newRecipe(cfg)
 	if err != nil {
-		return fmt.Errorf("quantize: --format: %w", err)
+		return err
+	}
+	if _, err := os.Stat(cfg.Out); err == nil && !cfg.Overwrite {
+		return fmt.Errorf("quantize: %s already exists (remove it or pass --overwrite)", cfg.Out)
 	}
 	ck, err := checkpoint.Open(cfg.Model)
 	if err != nil {
 		return err
 	}
 	defer ck.Close()
-	infos := ck.Tensors()
-	items := make([]bundle.Item, len(infos))
-	for i, t := range infos {
-		items[i] = bundle.Item{Name: t.Spec.Name, Shape: t.Spec.Shape, DType: t.DType, Matrix: t.Spec.Matrix}
-		if Quantizable(t.Spec) {
-			if err := f.CheckShape(t.Spec.Shape[0], t.Spec.Shape[1]); err != nil {
-				return fmt.Errorf("quantize: %s cannot hold %s %v: %w", f, t.Spec.Name, t.Spec.Shape, err)
-			}
-			items[i].Format = f
-		}
+	items, specs, err := r.items(ck)
+	if err != nil {
+		return err
 	}
 	fp, err := ck.Fingerprint()
 	if err != nil {
 		return err
 	}
+	q := &quantizer{r: r, ck: ck, specs: specs, snr: map[string]*bundle.SNREntry{}}
+	var set *calib.Set
+	if r.needsCalib() {
+		if set, err = loadCalib(cfg); err != nil {
+			return err
+		}
+	}
+	recipeJSON, err := r.fingerprint(fp, set)
+	if err != nil {
+		return err
+	}
+	if q.ws, err = openWork(cfg.Out, recipeJSON, cfg.Resume); err != nil {
+		return err
+	}
+	defer q.ws.close(false)
+	if set != nil {
+		err = q.runCalibrated(ctx, set)
+	} else {
+		err = q.runDirect(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if err := q.assemble(items, fp, recipeJSON); err != nil {
+		return err
+	}
+	return q.ws.close(true)
+}
+
+// items declares the bundle's tensors in checkpoint order and the spec of
+// every matrix that gets a lut format.
+func (r *recipe) items(ck *checkpoint.Checkpoint) ([]bundle.Item, map[string]plan.Spec, error) {
+	infos := ck.Tensors()
+	items := make([]bundle.Item, len(infos))
+	specs := map[string]plan.Spec{}
+	var names []string
+	for i, t := range infos {
+		items[i] = bundle.Item{Name: t.Spec.Name, Shape: t.Spec.Shape, DType: t.DType, Matrix: t.Spec.Matrix}
+		if !Quantizable(t.Spec) {
+			continue
+		}
+		names = append(names, t.Spec.Name)
+		s, ok, err := r.spec(t.Spec.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			continue
+		}
+		if err := s.Format.CheckShape(t.Spec.Shape[0], t.Spec.Shape[1]); err != nil {
+			return nil, nil, fmt.Errorf("quantize: %s cannot hold %s %v: %w", s.Format, t.Spec.Name, t.Spec.Shape, err)
+		}
+		items[i].Format, items[i].Rank = s.Format, s.Rank
+		specs[t.Spec.Name] = s
+	}
+	if err := r.plan.Check(names); err != nil {
+		return nil, nil, fmt.Errorf("quantize: --plan %s: %w", r.cfg.Plan, err)
+	}
+	return items, specs, nil
+}
+
+// assemble writes the bundle from the work store and the checkpoint.
+func (q *quantizer) assemble(items []bundle.Item, fp string, recipeJSON []byte) error {
+	cfg := q.r.cfg
 	abs, _ := filepath.Abs(cfg.Model)
+	var rec map[string]any
+	if err := json.Unmarshal(recipeJSON, &rec); err != nil {
+		return err
+	}
+	method := cfg.Method
+	if method == "" {
+		method = "rtn"
+	}
+	format := cfg.Format
+	if format == "" && q.r.plan != nil && q.r.plan.Default != nil {
+		format = q.r.plan.Default.Format.String()
+	}
 	w, err := bundle.Create(cfg.Out, items, bundle.WriteOptions{
-		ShardSize: cfg.ShardSize, Overwrite: cfg.Overwrite, SourceDir: cfg.Model,
+		ShardSize: cfg.ShardSize, Overwrite: cfg.Overwrite, SourceDir: cfg.Model, SNR: q.snr,
 		Manifest: bundle.Manifest{
 			ForgeVersion: Version,
 			Source:       bundle.SourceInfo{Path: abs, Fingerprint: fp},
-			Quant:        bundle.QuantInfo{Method: "rtn", Seed: cfg.Seed, Format: f.String()},
+			Quant:        bundle.QuantInfo{Method: method, Seed: cfg.Seed, Format: format, Recipe: rec},
 		},
 	})
 	if err != nil {
 		return err
 	}
 	defer w.Abort()
-	for i, it := range items {
-		if err := ctx.Err(); err != nil {
-			return err
+	for _, it := range items {
+		if it.Format.Kind == 0 {
+			raw, err := q.ck.Raw(it.Name)
+			if err != nil {
+				return err
+			}
+			if err := w.Raw(it.Name, raw); err != nil {
+				return err
+			}
+			continue
 		}
-		if err := quantizeItem(ck, w, it, cfg.Seed+uint64(i)); err != nil {
-			return err
-		}
-		if cfg.Progress != nil {
-			cfg.Progress(int64(i+1), int64(len(items)))
-		}
-	}
-	return w.Close()
-}
-
-// quantizeItem writes one tensor: quantized through RTN, or copied raw.
-func quantizeItem(ck *checkpoint.Checkpoint, w *bundle.Writer, it bundle.Item, seed uint64) error {
-	if it.Format.Kind == 0 {
-		raw, err := ck.Raw(it.Name)
+		m, snr, ok, err := q.ws.load(it.Name)
 		if err != nil {
 			return err
 		}
-		return w.Raw(it.Name, raw)
+		if !ok {
+			return fmt.Errorf("quantize: internal error: %s was not quantized", it.Name)
+		}
+		q.snr[it.Name] = snr
+		if err := w.Matrix(it.Name, m); err != nil {
+			return err
+		}
 	}
-	v, err := ck.Vector(it.Name)
-	if err != nil {
-		return err
-	}
-	q, err := quant.RTN(tensor.FromSlice(it.Shape[0], it.Shape[1], v), it.Format, quant.Options{Seed: seed})
-	if err != nil {
-		return fmt.Errorf("quantize %s: %w", it.Name, err)
-	}
-	return w.Matrix(it.Name, q)
+	return w.Close()
 }

@@ -49,6 +49,29 @@ type MatrixEntry struct {
 	Raw    bool    `json:"raw,omitempty"` // kept in its source dtype, stored under its own name
 	Bytes  int64   `json:"bytes"`
 	BPW    float64 `json:"bpw"`
+	// Rotation, if set, is the online input rotation the stored weights
+	// and low-rank factors are expressed in (quantization.md §3).
+	Rotation *RotationEntry `json:"rotation,omitempty"`
+	// SNR, if set, is the held-out output-space SNR of the matrix.
+	SNR *SNREntry `json:"heldout_snr_db,omitempty"`
+}
+
+// RotationEntry records an online block Hadamard rotation: blocks of
+// Block columns, signs from Seed (quant.NewHadamard(in, Seed)).
+type RotationEntry struct {
+	Kind  string `json:"kind"` // "hadamard"
+	Seed  uint64 `json:"seed"`
+	Block int    `json:"block"`
+}
+
+// SNREntry is a matrix's output-space SNR in dB on held-out calibration
+// rows, 10·log10(tr(W H Wᵀ) / tr(E H Eᵀ)): with nearest rounding and with
+// the method used (GPTQ), both before any low-rank correction, and Final,
+// the stored matrix (with its correction).
+type SNREntry struct {
+	RTN    float64 `json:"rtn"`
+	Method float64 `json:"method"`
+	Final  float64 `json:"final"`
 }
 
 // FileEntry is one file of the bundle with its size and SHA-256.

@@ -9,6 +9,7 @@ import (
 
 	"forge/checkpoint"
 	"forge/lut"
+	"forge/quant"
 	"forge/model"
 	"forge/safetensors"
 	"forge/tensor"
@@ -184,6 +185,13 @@ func (b *Bundle) Matrix(name string) (*lut.Matrix, error) {
 		}
 	} else if p, err = b.parts(Key(name), f, e.Rank); err != nil {
 		return nil, err
+	}
+	if r := e.Rotation; r != nil {
+		h := quant.NewHadamard(e.Shape[1], r.Seed)
+		if r.Kind != "hadamard" || h.Block() != r.Block {
+			return nil, fmt.Errorf("bundle %s: matrix %q: rotation %q with %d-wide blocks, want \"hadamard\" with %d", b.dir, name, r.Kind, r.Block, h.Block())
+		}
+		p.Rotation = h
 	}
 	m, err := lut.New(f, e.Shape[0], e.Shape[1], p)
 	if err != nil {

@@ -37,6 +37,8 @@ type WriteOptions struct {
 	Overwrite bool     // replace an existing bundle at the output path
 	SourceDir string   // checkpoint to copy config.json and tokenizer files from
 	Manifest  Manifest // Source and Quant are recorded as given
+	// SNR holds held-out SNRs to record with matrices, by name.
+	SNR map[string]*SNREntry
 }
 
 // CopiedFiles are taken from the source directory when present
@@ -224,9 +226,23 @@ func (w *Writer) Matrix(name string, m *lut.Matrix) error {
 		return err
 	}
 	sz := m.Size()
-	w.man.Matrices = append(w.man.Matrices, MatrixEntry{Name: name, Format: it.Format.String(), Shape: [2]int{out, in},
-		Rank: it.Rank, Bytes: sz.Total(), BPW: m.BitsPerWeight()})
+	e := MatrixEntry{Name: name, Format: it.Format.String(), Shape: [2]int{out, in},
+		Rank: it.Rank, Bytes: sz.Total(), BPW: m.BitsPerWeight(), SNR: w.opt.SNR[name]}
+	if r := p.Rotation; r != nil {
+		h, ok := r.(hadamard)
+		if !ok {
+			return w.fail(fmt.Errorf("matrix %q: rotation %T cannot be stored (only quant.Hadamard)", name, r))
+		}
+		e.Rotation = &RotationEntry{Kind: "hadamard", Seed: h.Seed(), Block: h.Block()}
+	}
+	w.man.Matrices = append(w.man.Matrices, e)
 	return nil
+}
+
+// hadamard is what the manifest records of a quant.Hadamard rotation.
+type hadamard interface {
+	Seed() uint64
+	Block() int
 }
 
 // Raw writes the next item's bytes in its declared dtype.

@@ -147,3 +147,25 @@ func benchMatrices(b testing.TB, f Format, out, in int) []linear {
 	}
 	return ms
 }
+
+// BenchmarkLUTMulCache is BenchmarkLUTMul for one small matrix that stays
+// in the L2 cache (256×4096: 2x16 128 KiB of indices, LUT4 512 KiB, INT8
+// 1 MiB), so that it measures the kernels rather than DRAM; run it with
+// -cpu 1 for one core. Reports GB/s of packed weight bytes.
+func BenchmarkLUTMulCache(b *testing.B) {
+	const out, in = 256, 4096
+	for _, name := range []string{"LUT4 per-tensor + pcs", "vector 2x16 + pcs", "INT8 per-channel"} {
+		f := mustFormat(b, name)
+		m := randomMatrix(b, f, out, in, 0, false, 1)
+		for _, T := range []int{1, 4, 8, 16} {
+			b.Run(fmt.Sprintf("%s/T=%d", benchName(f), T), func(b *testing.B) {
+				x, dst := randomX(T, in, 2), tensor.New(T, out)
+				b.SetBytes(m.Bytes())
+				for b.Loop() {
+					m.Mul(dst, x)
+				}
+				b.ReportMetric(float64(m.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
+}

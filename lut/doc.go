@@ -22,6 +22,7 @@
 //	kernel_simd.go, kernel_avx512.go   AVX-512 kernels (GOEXPERIMENT=simd, amd64)
 //	prefetch_amd64.s  PREFETCHT0 of a range of lines, for the T = 1 LUT kernels
 //	rows_amd64.s      the T = 1 kernels of 4-bit LUTs and 2-vector 2x16, in assembly
+//	tile_amd64.s      the T > 1 kernels of 4-bit LUTs and INT8, in assembly
 //
 // # Stored arrays (Parts)
 //
@@ -82,12 +83,12 @@
 // permute of the codebook (kernel_avx512.go explains the "phase layout" of
 // x this needs). Decode steps (T = 1) stream eight weight rows at once
 // (scalar LUTs also prefetch the next eight, prefetch_amd64.s). For T > 1,
-// 4-bit LUTs decode a pair of output rows a column chunk at a time into an
-// L1 buffer and INT8 converts codes in registers, and a 2-row × 4-x-row
-// register-blocked FMA kernel multiplies them with up to eight x rows (x
-// interleaved four rows at a time, so every x load is at a constant
-// offset); 1- and 2-bit LUTs and leftover x rows decode eight rows a chunk
-// at a time and use a 4×2 dot kernel. Either way the weights are read
+// 4-bit LUTs and INT8 run register-blocked assembly kernels: a pair of
+// output rows, decoded in registers, times eight x rows (x interleaved
+// four rows at a time, so that every x load is at a constant offset) with
+// sixteen accumulators held in registers over a column chunk; 1- and
+// 2-bit LUTs and leftover x rows decode eight rows a chunk at a time into
+// an L1 buffer and use a 4×2 dot kernel. Either way the weights are read
 // once per call.
 // 3-, 6- and 8-bit LUTs, other vector lengths and unaligned rows use the
 // portable kernel. Both paths are tested against the reference twin in

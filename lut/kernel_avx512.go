@@ -26,11 +26,11 @@ import (
 // four. The 4-bit ones (LUT4, 2-vector 2x16), the formats that matter
 // most, are in assembly (rows_amd64.s) and prefetch the next rows as they
 // go; the 2-vector one reads 64-byte "wide" blocks in its own x layout
-// (mulJob.xw). For T > 1, 4-bit LUTs decode two output rows a chunk at a time
-// into a small buffer (dec4x2, dec4v2) and INT8 converts two code rows in
-// registers, and f32x4 / i8x4 multiply them with four x rows at a time in
-// tile layout (mulJob.xq); other LUTs decode eight rows a chunk at a time
-// (dec*) for the dense 4×2 kernels (dot4x2, dot4x1). Either way decoding
+// (mulJob.xw). For T > 1, 4-bit LUTs and INT8 run assembly register
+// kernels (tile_amd64.s: lut4Tile8, i8Tile8) on pairs of output rows and
+// eight x rows at a time, decoding in registers, with x in tile layout
+// (mulJob.xq); other LUTs decode eight rows a chunk at a time (dec*) into
+// a buffer for the dense 4×2 kernels (dot4x2, dot4x1). Either way decoding
 // is paid once per weight (per eight x rows), not once per x row.
 //
 // Measured on Zen 4 (2 cores): a 512-bit VPERMPS issues about once per
@@ -53,6 +53,11 @@ import (
 //
 //go:noescape
 func prefetchLines(p unsafe.Pointer, n int)
+
+// prefetchRows asks for the n cache lines from p + k·ld for k < rows to
+// be brought into L2 (prefetch_amd64.s: PREFETCHT1). p is a uintptr: the
+// lines may lie past the data.
+func prefetchRows(p uintptr, ld, rows, n int)
 
 // ldIdx loads the 16 code bytes at p, zero-extended to uint32 lanes.
 func ldIdx(p unsafe.Pointer) archsimd.Uint32x16 {
@@ -305,100 +310,48 @@ func deinterleave(dst, x []float32) {
 	}
 }
 
-// f32x4 is the T > 1 kernel of the LUT formats: it adds the products of
-// two decoded output rows (nv phase-layout vectors each at wa and wb,
-// written by decLUT or decVec2) with four x rows to the vector partial
-// sums acc[k][t]. x is in tile layout (mulJob.xq): the four rows'
-// 16-float phase-layout vectors interleaved, vector v of row t at
-// xq + 64·(4v+t), so that every load is at a constant offset. Each x
-// vector serves two rows and each weight vector four x rows.
-func f32x4(wa, wb unsafe.Pointer, nv int, xq unsafe.Pointer, acc *[2][4][16]float32) {
-	a0, a1, a2, a3 := ldA(&acc[0], 0), ldA(&acc[0], 1), ldA(&acc[0], 2), ldA(&acc[0], 3)
-	b0, b1, b2, b3 := ldA(&acc[1], 0), ldA(&acc[1], 1), ldA(&acc[1], 2), ldA(&acc[1], 3)
-	for i := range nv {
-		u, v := ldX(wa, 16*i), ldX(wb, 16*i)
-		x := (*[64]float32)(unsafe.Add(xq, 256*i))
-		a0 = archsimd.LoadFloat32x16((*[16]float32)(x[0:16])).MulAdd(u, a0)
-		b0 = archsimd.LoadFloat32x16((*[16]float32)(x[0:16])).MulAdd(v, b0)
-		a1 = archsimd.LoadFloat32x16((*[16]float32)(x[16:32])).MulAdd(u, a1)
-		b1 = archsimd.LoadFloat32x16((*[16]float32)(x[16:32])).MulAdd(v, b1)
-		a2 = archsimd.LoadFloat32x16((*[16]float32)(x[32:48])).MulAdd(u, a2)
-		b2 = archsimd.LoadFloat32x16((*[16]float32)(x[32:48])).MulAdd(v, b2)
-		a3 = archsimd.LoadFloat32x16((*[16]float32)(x[48:64])).MulAdd(u, a3)
-		b3 = archsimd.LoadFloat32x16((*[16]float32)(x[48:64])).MulAdd(v, b3)
-	}
-	stA(&acc[0], 0, a0)
-	stA(&acc[0], 1, a1)
-	stA(&acc[0], 2, a2)
-	stA(&acc[0], 3, a3)
-	stA(&acc[1], 0, b0)
-	stA(&acc[1], 1, b1)
-	stA(&acc[1], 2, b2)
-	stA(&acc[1], 3, b3)
+// tilePair is one pair of output rows for the T > 1 kernels
+// (tile_amd64.s reads it at these offsets): two scalar 4-bit LUT index
+// rows with their tables, one 2-vector row (wa = wb) with its two
+// component tables, or two INT8 code rows (no tables). wa and wb point at
+// the rows' first code bytes.
+type tilePair struct {
+	ta, tb *[16]float32
+	wa, wb unsafe.Pointer
 }
 
-// i8x4 is f32x4 for two INT8 code rows (nb blocks of 16 codes at w0 and
-// w1), converted in registers.
-func i8x4(w0, w1 unsafe.Pointer, nb int, xq unsafe.Pointer, acc *[2][4][16]float32) {
-	a0, a1, a2, a3 := ldA(&acc[0], 0), ldA(&acc[0], 1), ldA(&acc[0], 2), ldA(&acc[0], 3)
-	b0, b1, b2, b3 := ldA(&acc[1], 0), ldA(&acc[1], 1), ldA(&acc[1], 2), ldA(&acc[1], 3)
-	for b := range nb {
-		u, v := ldI8(unsafe.Add(w0, 16*b)), ldI8(unsafe.Add(w1, 16*b))
-		x := (*[64]float32)(unsafe.Add(xq, 256*b))
-		a0 = archsimd.LoadFloat32x16((*[16]float32)(x[0:16])).MulAdd(u, a0)
-		b0 = archsimd.LoadFloat32x16((*[16]float32)(x[0:16])).MulAdd(v, b0)
-		a1 = archsimd.LoadFloat32x16((*[16]float32)(x[16:32])).MulAdd(u, a1)
-		b1 = archsimd.LoadFloat32x16((*[16]float32)(x[16:32])).MulAdd(v, b1)
-		a2 = archsimd.LoadFloat32x16((*[16]float32)(x[32:48])).MulAdd(u, a2)
-		b2 = archsimd.LoadFloat32x16((*[16]float32)(x[32:48])).MulAdd(v, b2)
-		a3 = archsimd.LoadFloat32x16((*[16]float32)(x[48:64])).MulAdd(u, a3)
-		b3 = archsimd.LoadFloat32x16((*[16]float32)(x[48:64])).MulAdd(v, b3)
-	}
-	stA(&acc[0], 0, a0)
-	stA(&acc[0], 1, a1)
-	stA(&acc[0], 2, a2)
-	stA(&acc[0], 3, a3)
-	stA(&acc[1], 0, b0)
-	stA(&acc[1], 1, b1)
-	stA(&acc[1], 2, b2)
-	stA(&acc[1], 3, b3)
-}
+// lut4Tile8 is the T > 1 kernel of 4-bit LUTs, in assembly (tile_amd64.s,
+// which describes it): for pairs p < np, acc[p][k][t] (16 lanes) += the
+// products of pair p's row k (nb 16-byte blocks from byte off) with the
+// eight x rows of tiles x0 (t < 4) and x1 (t ≥ 4), x0 and x1 pointing at
+// the chunk's first vector. Weights are decoded in registers and never
+// stored.
+//
+//go:noescape
+func lut4Tile8(pp *[tileO / 2]tilePair, np, off, nb int, x0, x1 unsafe.Pointer, acc *tileAcc)
 
-// ldA and stA load and store partial sums acc[i].
-func ldA(acc *[4][16]float32, i int) archsimd.Float32x16    { return archsimd.LoadFloat32x16(&acc[i]) }
-func stA(acc *[4][16]float32, i int, v archsimd.Float32x16) { v.Store(&acc[i]) }
+// lut4Tile4 is lut4Tile8 for the four x rows of tile x0 (t < 4).
+//
+//go:noescape
+func lut4Tile4(pp *[tileO / 2]tilePair, np, off, nb int, x0 unsafe.Pointer, acc *tileAcc)
 
-// dec4x2 is decLUT for two 4-bit index rows at w and w + ld sharing one
-// table, unrolled: row k's nb blocks go to dst + k·ds floats.
-func dec4x2(tab *[16]float32, w unsafe.Pointer, ld, nb int, dst unsafe.Pointer, ds int) {
-	t, sh := archsimd.LoadFloat32x16(tab), archsimd.BroadcastUint32x16(4)
-	d1 := unsafe.Add(dst, 4*ds)
-	for b := range nb {
-		c0, c1 := ldIdx(unsafe.Add(w, 16*b)), ldIdx(unsafe.Add(w, ld+16*b))
-		stX(dst, 32*b, t.Permute(c0))
-		stX(dst, 32*b+16, t.Permute(c0.ShiftRight(sh)))
-		stX(d1, 32*b, t.Permute(c1))
-		stX(d1, 32*b+16, t.Permute(c1.ShiftRight(sh)))
-	}
-}
+// i8Tile8 is lut4Tile8 for pairs of INT8 code rows (16 codes per block),
+// converted in registers.
+//
+//go:noescape
+func i8Tile8(pp *[tileO / 2]tilePair, np, off, nb int, x0, x1 unsafe.Pointer, acc *tileAcc)
 
-// dec4v2 is decVec2 for one 4-bit index row, unrolled: component c's nb
-// blocks go to dst + c·ds floats.
-func dec4v2(u0, u1 *[16]float32, w unsafe.Pointer, nb int, dst unsafe.Pointer, ds int) {
-	t0, t1, sh := archsimd.LoadFloat32x16(u0), archsimd.LoadFloat32x16(u1), archsimd.BroadcastUint32x16(4)
-	d1 := unsafe.Add(dst, 4*ds)
-	for b := range nb {
-		c := ldIdx(unsafe.Add(w, 16*b))
-		stX(dst, 32*b, t0.Permute(c))
-		stX(d1, 32*b, t1.Permute(c))
-		c = c.ShiftRight(sh)
-		stX(dst, 32*b+16, t0.Permute(c))
-		stX(d1, 32*b+16, t1.Permute(c))
-	}
-}
+// i8Tile4 is i8Tile8 for the four x rows of tile x0.
+//
+//go:noescape
+func i8Tile4(pp *[tileO / 2]tilePair, np, off, nb int, x0 unsafe.Pointer, acc *tileAcc)
 
-// sumAcc returns the sum of the 16 partial sums at p.
-func sumAcc(p *[16]float32) float32 { return hsum(archsimd.LoadFloat32x16(p)) }
+// sumTile sets s[8k+t] to the sum of the 16 lanes of acc[k][t], in
+// assembly (tile_amd64.s: a transposing tree, 15 vector adds for the 16
+// sums).
+//
+//go:noescape
+func sumTile(acc *[2][tileG][16]float32, s *[2 * tileG]float32)
 
 // copy16 copies the 16 floats at src to dst.
 func copy16(dst, src []float32) {

@@ -69,20 +69,12 @@ func (j *mulJob) prepare() {
 	}
 }
 
-// tiledOK reports whether the T > 1 register kernels (lut2x4, vec2x4,
-// i8x4) run the matrix: INT8, 4-bit 2-vector LUTs and 4-bit scalar LUTs
-// whose groups have an even number of rows (a pair of rows shares one
-// table).
+// tiledOK reports whether the T > 1 register kernels (lut4Tile8,
+// i8Tile8 and their four-row twins) run the matrix: INT8 and 4-bit
+// scalar and 2-vector LUTs (each row of a pair has its own table, so
+// groups of any size).
 func (j *mulJob) tiledOK(g geom) bool {
-	switch j.m.fam {
-	case famInt8:
-		return true
-	case famVec2:
-		return g.bits == 4
-	case famLUT:
-		return g.bits == 4 && j.m.rowsG%2 == 0
-	}
-	return false
+	return j.m.fam == famInt8 || g.bits == 4 && (j.m.fam == famLUT || j.m.fam == famVec2)
 }
 
 // xqptr returns x tile t/tileX (t a multiple of tileX) in j.xq from its
@@ -390,11 +382,11 @@ func (j *mulJob) mulDecoded(w unsafe.Pointer, n, xo, o0, rows, t0, t1 int) {
 	}
 }
 
-// T > 1 register-kernel geometry (tiledRows): tileX x rows per kernel
-// call (the tile layout xq), tileG x rows per pass over the weights,
-// tileO output rows per pass (their vector partial sums, 8 KiB, stay in
-// L1) and tileC phase-layout floats per row of a column chunk (the decoded
-// pair, 4 KiB, and tileG x rows' chunks, 16 KiB, stay in L1 too).
+// T > 1 register-kernel geometry (tiledRows): tileX x rows per tile of
+// the layout xq, tileG x rows (two tiles) per pass over the weights and
+// per kernel call, tileO output rows per pass (their vector partial sums,
+// 8 KiB, stay in L1) and tileC phase-layout floats per row of a column
+// chunk (tileG x rows' chunks, 16 KiB, stay in L1 too).
 const (
 	tileX = 4
 	tileG = 8
@@ -402,79 +394,131 @@ const (
 	tileC = 512
 )
 
+// tileAcc holds the vector partial sums of one tiledRows pass: [pair][row
+// of the pair][x row][16 lanes].
+type tileAcc = [tileO / 2][2][tileG][16]float32
+
 // tiledRows computes index rows [r0, r1) for x rows [t0, t1), t1−t0 a
-// multiple of tileX, with the register kernels: tileO output rows at a
-// time, for up to tileG x rows, a column chunk at a time. LUT rows are
-// decoded a pair at a time (decLUT, decVec2: two scalar index rows, or
-// one 2-vector row's two components) into an L1 buffer and multiplied
-// with tileX x rows per f32x4 call, so each decoded weight serves up to
-// tileG x rows; INT8 pairs run i8x4 on the codes. Vector partial sums
-// are kept in a buffer, summed and scaled at the end. A row's partial
-// last block is copied to a zeroed buffer and run as one more block.
+// multiple of tileX, with the register kernels (tile_amd64.s): tileO
+// output rows at a time as pairs (tilePairs), for up to tileG x rows, a
+// column chunk at a time, every pair of the chunk in one kernel call.
+// Codes are decoded in registers, so that each decoded weight serves up
+// to tileG x rows. Vector partial sums are kept in a buffer, summed and
+// scaled at the end. The rows' partial last blocks are copied to a zeroed
+// buffer and run as one more chunk.
 func (j *mulJob) tiledRows(g geom, r0, r1, t0, t1 int) {
 	m := j.m
 	d, out := m.f.Dim, m.out
 	buf := decBufs.Get().(*[decRows * decChunk]float32)
 	defer decBufs.Put(buf)
-	// buf: partial sums [tileO/2][tileG/tileX][2][tileX][16] (2048 floats),
-	// then the decoded pair [2][tileC].
-	acc := (*[tileO / 2][tileG / tileX][2][tileX][16]float32)(unsafe.Pointer(buf))
-	dp := unsafe.Pointer(&buf[tileO*tileG*16])
+	// buf: partial sums (tileAcc, 2048 floats), then the pairs' partial
+	// last blocks ([tileO/2][32]byte).
+	acc := (*tileAcc)(unsafe.Pointer(buf))
+	last := unsafe.Add(unsafe.Pointer(buf), unsafe.Sizeof(tileAcc{}))
+	var pairs, tails [tileO / 2]tilePair
+	var s [2 * tileG]float32
 	cb := tileC / (16 * g.P) // blocks per chunk
 	for rg := r0; rg < r1; rg += tileO / d {
 		ri := min(tileO/d, r1-rg) // index rows of this group
 		no := ri * d
+		np := j.tilePairs(g, rg, ri, &pairs, &tails, last)
 		for tg := t0; tg < t1; tg += tileG {
-			nt := min(tileG, t1-tg) / tileX // x tiles of this pass
-			clear(acc[:(no+1)/2])
+			nt := min(tileG, t1-tg) // x rows of this pass: tileX or tileG
+			clear(acc[:np])
 			for c0 := 0; c0 < g.nb; c0 += cb {
-				j.tiledChunk(g, rg, ri, c0, min(cb, g.nb-c0), tg, nt, acc, dp)
+				j.prefetchNext(g, rg, ri, c0, cb)
+				j.tiled(&pairs, np, 16*c0, min(cb, g.nb-c0), g.P*c0, tg, nt, acc)
 			}
 			if g.tail > 0 {
-				j.tiledChunk(g, rg, ri, g.nb, 0, tg, nt, acc, dp)
+				j.prefetchNext(g, rg, ri, g.nb, cb)
+				j.tiled(&tails, np, 0, 1, g.P*g.nb, tg, nt, acc)
 			}
-			for k := range no {
-				o := rg*d + k
-				sc := m.scale[o]
-				for i := range nt * tileX {
-					j.dst.Data[(tg+i)*out+o] = sc * sumAcc(&acc[k/2][i/tileX][k%2][i%tileX])
+			for p := range np {
+				sumTile(&acc[p], &s)
+				for k := range min(2, no-2*p) {
+					o := rg*d + 2*p + k
+					sc, dst := m.scale[o], j.dst.Data[tg*out+o:]
+					for i := range nt {
+						dst[i*out] = sc * s[tileG*k+i]
+					}
 				}
 			}
 		}
 	}
 }
 
-// tiledChunk runs blocks [c0, c0+nb) of the ri index rows from rg (nb = 0:
-// the partial last block, copied to a zeroed buffer) for the nt x tiles
-// from tg, adding to acc; dp is the decode buffer.
-func (j *mulJob) tiledChunk(g geom, rg, ri, c0, nb, tg, nt int, acc *[tileO / 2][tileG / tileX][2][tileX][16]float32, dp unsafe.Pointer) {
+// prefetchNext asks for the codes tiledRows runs after blocks [c0,
+// c0+cb) of the ri index rows from rg: the same rows' next chunk, or
+// after their last block the first chunk of the next ri rows (if the
+// matrix has them), into L2. One chunk ahead is about a microsecond at
+// T = 8: the hardware prefetcher alone, with the rows read a chunk at a
+// time in turn, leaves the kernels waiting on memory (measured on one
+// core at T = 8: LUT4, 2x16 and INT8 ran 16–25% slower from DRAM than
+// from L2; with this, 8–16%; into L1 instead, INT8 gained nothing).
+func (j *mulJob) prefetchNext(g geom, rg, ri, c0, cb int) {
+	idx := j.m.p.Index
+	r, b := rg, c0+cb
+	if 16*b >= g.n {
+		r, b = rg+ri, 0
+		ri = min(ri, len(idx)/g.n-r)
+	}
+	if ri <= 0 {
+		return
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(idx))) + uintptr(r*g.n+16*b)
+	lines := (min(16*cb, g.n-16*b) + 2*63) / 64 // whatever each row's alignment
+	prefetchRows(start, g.n, ri, lines)
+}
+
+// tilePairs sets pairs to the pairs of output rows of the ri index rows
+// from rg and returns their number: two scalar or INT8 rows (an odd last
+// row paired with itself, its second sums unused) or one 2-vector row.
+// tails gets the same pairs with the rows' partial last blocks (if any)
+// copied to 32 zeroed bytes each at last.
+func (j *mulJob) tilePairs(g geom, rg, ri int, pairs, tails *[tileO / 2]tilePair, last unsafe.Pointer) int {
 	m := j.m
-	d := m.f.Dim
 	idx := m.p.Index[:(rg+ri)*g.n]
-	for k := 0; k < ri; k += 2 / d {
+	np := 0
+	for k := 0; k < ri; k += 2 / m.f.Dim {
 		ra, rb := rg+k, rg+min(k+1, ri-1)
-		w0, w1, nbk := unsafe.Pointer(&idx[ra*g.n+16*c0]), unsafe.Pointer(&idx[rb*g.n+16*c0]), nb
-		var tb [32]byte
-		if nb == 0 { // the partial last block
-			copy(tb[:g.tail], idx[ra*g.n+16*g.nb:][:g.tail])
-			copy(tb[16:16+g.tail], idx[rb*g.n+16*g.nb:][:g.tail])
-			w0, w1, nbk = unsafe.Pointer(&tb[0]), unsafe.Pointer(&tb[16]), 1
-		}
-		a := &acc[k*d/2]
-		if m.fam == famInt8 {
-			for i := range nt {
-				i8x4(w0, w1, nbk, j.xqptr(tg+tileX*i, c0), &a[i])
-			}
-			continue
-		}
 		if m.fam == famVec2 {
-			dec4v2(j.tab16(ra, 0), j.tab16(ra, 1), w0, nbk, dp, tileC)
-		} else {
-			dec4x2(j.tab16(ra, 0), w0, int(uintptr(w1)-uintptr(w0)), nbk, dp, tileC)
+			rb = ra
 		}
-		for i := range nt {
-			f32x4(dp, unsafe.Add(dp, 4*tileC), nbk*g.P, j.xqptr(tg+tileX*i, g.P*c0), &a[i])
+		p := tilePair{wa: unsafe.Pointer(&idx[ra*g.n]), wb: unsafe.Pointer(&idx[rb*g.n])}
+		switch m.fam {
+		case famVec2:
+			p.ta, p.tb = j.tab16(ra, 0), j.tab16(ra, 1)
+		case famLUT:
+			p.ta, p.tb = j.tab16(ra, 0), j.tab16(rb, 0)
 		}
+		pairs[np] = p
+		if g.tail > 0 {
+			lb := unsafe.Slice((*byte)(unsafe.Add(last, 32*np)), 32)
+			clear(lb)
+			copy(lb[:g.tail], idx[ra*g.n+16*g.nb:][:g.tail])
+			copy(lb[16:16+g.tail], idx[rb*g.n+16*g.nb:][:g.tail])
+			p.wa, p.wb = unsafe.Pointer(&lb[0]), unsafe.Pointer(&lb[16])
+			tails[np] = p
+		}
+		np++
+	}
+	return np
+}
+
+// tiled runs the family's register kernel on nb blocks from byte off of
+// the np pairs at pp, for the nt x rows from tg (x from vector xv of the
+// tile layout), adding to acc.
+func (j *mulJob) tiled(pp *[tileO / 2]tilePair, np, off, nb, xv, tg, nt int, acc *tileAcc) {
+	x0 := j.xqptr(tg, xv)
+	switch {
+	case j.m.fam == famInt8 && nt == tileG:
+		i8Tile8(pp, np, off, nb, x0, j.xqptr(tg+tileX, xv), acc)
+	case j.m.fam == famInt8:
+		i8Tile4(pp, np, off, nb, x0, acc)
+	case nt == tileG:
+		lut4Tile8(pp, np, off, nb, x0, j.xqptr(tg+tileX, xv), acc)
+	default:
+		lut4Tile4(pp, np, off, nb, x0, acc)
 	}
 }
 

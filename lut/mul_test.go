@@ -57,6 +57,27 @@ func TestMulRotationLowRank(t *testing.T) {
 	})
 }
 
+// TestMulTiled covers the T > 1 register kernels (tiledRows) and their
+// leftovers: x tiles of eight and four rows and left-over rows (T = 4, 5,
+// 9, 16, 64), row groups that split pairs and pool blocks (g128 and g5
+// with out not a multiple of 8 or 16), several column chunks with a
+// partial last block (in not a multiple of 32) and tiny inputs.
+func TestMulTiled(t *testing.T) {
+	formats := []string{"LUT4 per-tensor + pcs", "LUT4 g128 + pcs", "LUT4 g5 + pcs", "vector 2x16 + pcs", "vector 2x16 g128 + pcs", "INT8 per-channel"}
+	shapes := [][2]int{{150, 1000}, {34, 1030}, {6, 8}}
+	forEachPath(t, func(t *testing.T) {
+		for i, name := range formats {
+			f := mustFormat(t, name)
+			for _, s := range shapes {
+				m := randomMatrix(t, f, s[0], s[1], 0, false, uint64(i))
+				for _, T := range []int{4, 5, 9, 16, 64} {
+					checkMul(t, m, randomX(T, s[1], uint64(T)))
+				}
+			}
+		}
+	})
+}
+
 func TestMulRandomShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	forEachPath(t, func(t *testing.T) {

@@ -97,9 +97,6 @@ func (m *Model) CheckTokens(tokens []int) error {
 // recurrent DeltaNet form, T > 1 the chunked one; both continue from s.
 // Token ids must be in range (CheckTokens); an empty call returns a 0-row matrix.
 func (m *Model) Forward(s *State, tokens []int) *tensor.Matrix {
-	if s.cfg != &m.cfg {
-		panic("model: State belongs to another Model")
-	}
 	c := &m.cfg
 	T := len(tokens)
 	sc := &s.sc
@@ -107,23 +104,9 @@ func (m *Model) Forward(s *State, tokens []int) *tensor.Matrix {
 	if T == 0 {
 		return &sc.logits
 	}
-	if len(sc.w) != c.ValueTotal() {
-		sc.w = make([]float32, c.ValueTotal())
-	}
-	if need := s.pos + 1; len(sc.scores) < need {
-		sc.scores = make([]float32, 2*need)
-	}
-	sc.x.Resize(T, c.Hidden)
-	for t, tok := range tokens {
-		if tok < 0 || tok >= c.Vocab {
-			panic(fmt.Sprintf("model: token %d outside [0, %d)", tok, c.Vocab))
-		}
-		m.embed.Row(tok, sc.x.Row(t))
-	}
+	m.begin(s, T)
+	m.Embed(&sc.x, tokens)
 	s.observe("embed", &sc.x)
-	m.rope.fill(sc, s.pos, T)
-	sc.u.Resize(T, c.Hidden)
-	sc.y.Resize(T, c.Hidden)
 	for li := range m.layers {
 		m.layerForward(s, li)
 	}
@@ -132,6 +115,59 @@ func (m *Model) Forward(s *State, tokens []int) *tensor.Matrix {
 	m.head.Mul(&sc.logits, &sc.u)
 	s.pos += T
 	return &sc.logits
+}
+
+// begin readies s's scratch for a call of T rows at positions s.Pos()….
+func (m *Model) begin(s *State, T int) {
+	if s.cfg != &m.cfg {
+		panic("model: State belongs to another Model")
+	}
+	c, sc := &m.cfg, &s.sc
+	if len(sc.w) != c.ValueTotal() {
+		sc.w = make([]float32, c.ValueTotal())
+	}
+	if need := s.pos + 1; len(sc.scores) < need {
+		sc.scores = make([]float32, 2*need)
+	}
+	sc.x.Resize(T, c.Hidden)
+	m.rope.fill(sc, s.pos, T)
+	sc.u.Resize(T, c.Hidden)
+	sc.y.Resize(T, c.Hidden)
+}
+
+// Embed writes the embedding rows of tokens to dst, shaped [T, H]. Token
+// ids must be in range (CheckTokens); it panics otherwise.
+func (m *Model) Embed(dst *tensor.Matrix, tokens []int) {
+	c := &m.cfg
+	dst.Resize(len(tokens), c.Hidden)
+	for t, tok := range tokens {
+		if tok < 0 || tok >= c.Vocab {
+			panic(fmt.Sprintf("model: token %d outside [0, %d)", tok, c.Vocab))
+		}
+		m.embed.Row(tok, dst.Row(t))
+	}
+}
+
+// ForwardLayer runs decoder layer li alone on the hidden rows x [T, H] (the
+// residual stream entering the layer), replacing them with the layer's
+// output, at positions s.Pos()…. It uses and updates only layer li's part
+// of s and does not advance s.Pos(): running every layer in turn on the
+// same State and then s.Advance(T) is Forward without the embedding and
+// the head (bit for bit). This is
+// how calibration runs a model layer by layer (design.md: layers < ℓ
+// already quantized).
+func (m *Model) ForwardLayer(s *State, li int, x *tensor.Matrix) {
+	if x.Cols != m.cfg.Hidden {
+		panic(fmt.Sprintf("model: ForwardLayer: %d columns, want %d", x.Cols, m.cfg.Hidden))
+	}
+	if x.Rows == 0 {
+		return
+	}
+	m.begin(s, x.Rows)
+	sc := &s.sc
+	copy(sc.x.Data, x.Data[:x.Rows*x.Cols])
+	m.layerForward(s, li)
+	copy(x.Data, sc.x.Data)
 }
 
 // layerForward is one pre-norm decoder layer (§5):

@@ -70,6 +70,16 @@ func (m *Model) NewState() *State {
 // Pos returns the number of tokens consumed so far (the next token's position).
 func (s *State) Pos() int { return s.pos }
 
+// Advance moves the position on by n tokens after a chunk of n rows has
+// been run through every layer with ForwardLayer (Forward does this
+// itself). It panics if n < 0.
+func (s *State) Advance(n int) {
+	if n < 0 {
+		panic("model: State.Advance by a negative count")
+	}
+	s.pos += n
+}
+
 // Reserve grows the KV caches so that n more tokens fit without allocating.
 func (s *State) Reserve(n int) {
 	kv := s.cfg.KVHeads * s.cfg.HeadDim

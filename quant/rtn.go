@@ -128,10 +128,8 @@ func rtn(w *tensor.Matrix, f lut.Format, opt Options) (*lut.Matrix, error) {
 	if err := f.CheckShape(out, in); err != nil {
 		return nil, err
 	}
-	for i, v := range w.Data[:out*in] {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, fmt.Errorf("%w: weight [%d][%d] = %v", ErrInput, i/in, i%in, v)
-		}
+	if err := checkWeights(w); err != nil {
+		return nil, err
 	}
 	if err := opt.check(in); err != nil {
 		return nil, err
@@ -196,19 +194,16 @@ func setScale(s []uint16, o int, v float64) error {
 // rtnInt8 is RTN for INT8 per-channel.
 func rtnInt8(w *tensor.Matrix) (lut.Parts, error) {
 	out, in := w.Rows, w.Cols
-	p := lut.Parts{Index: make([]byte, out*in), Scale: make([]uint16, out)}
+	g, err := int8Grid(w)
+	if err != nil {
+		return lut.Parts{}, err
+	}
+	p := lut.Parts{Index: make([]byte, out*in), Scale: g.scale}
+	q, v := make([]float64, 1), make([]float64, 1)
 	for o := range out {
-		var mx float64
-		for _, v := range w.Row(o) {
-			mx = max(mx, math.Abs(float64(v)))
-		}
-		if err := setScale(p.Scale, o, mx/127); err != nil {
-			return lut.Parts{}, err
-		}
-		s := float64(tensor.F16ToF32(p.Scale[o]))
-		for j, v := range w.Row(o) {
-			c := min(max(math.RoundToEven(float64(v)/s), -127), 127)
-			p.Index[o*in+j] = byte(int8(c))
+		for j, x := range w.Row(o) {
+			v[0] = float64(x)
+			p.Index[o*in+j] = g.round(q, v, o)
 		}
 	}
 	return p, nil
@@ -217,35 +212,116 @@ func rtnInt8(w *tensor.Matrix) (lut.Parts, error) {
 // rtnLUT is RTN for scalar and vector LUT formats: pcs scales, one
 // codebook per group fit on the normalized weights, nearest codes.
 func rtnLUT(w *tensor.Matrix, f lut.Format, opt Options) (lut.Parts, error) {
-	out, in := w.Rows, w.Cols
-	scale, err := PCS(w)
+	g, err := lutGrid(w, f, opt)
 	if err != nil {
 		return lut.Parts{}, err
 	}
-	s := make([]float64, out) // widened scales
-	for o, h := range scale {
-		s[o] = float64(tensor.F16ToF32(h))
-	}
-	d, rows := f.Dim, f.IndexRows(out)
+	in, rows := w.Cols, f.IndexRows(w.Rows)
 	codes := make([]uint8, rows*in) // [out/d][in]
-	var book []uint16               // [groups][K][d]
-	rowsG := rows                   // index rows per group
-	if f.Group > 0 {
-		rowsG = f.Group / d
-	}
-	for g, r0 := 0, 0; r0 < rows; g, r0 = g+1, r0+rowsG {
-		r1 := min(r0+rowsG, rows)
-		gr := group{w: w, s: s, d: d, r0: r0, r1: r1, imp: opt.Importance}
-		cb, err := gr.fit(f, opt, uint64(g))
-		if err != nil {
-			return lut.Parts{}, fmt.Errorf("group %d: %w", g, err)
-		}
+	for gi, cb := range g.books {
+		r0 := gi * g.rowsG
+		gr := group{w: w, s: g.s, d: g.d, r0: r0, r1: min(r0+g.rowsG, rows)}
 		gr.code(cb, codes)
-		book = append(book, cb.FP16()...)
 	}
 	idx := make([]byte, lut.PackedLen(len(codes), f.Bits))
 	lut.Pack(idx, codes, f.Bits)
-	return lut.Parts{LUT: book, Index: idx, Scale: scale}, nil
+	return lut.Parts{LUT: g.lut(), Index: idx, Scale: g.scale}, nil
+}
+
+// grid is the set of values a quantized format can give each index row
+// (d output rows at one input column): per-output-channel scales and, for
+// LUT formats, one codebook per row group; for INT8 the integers
+// [−127, 127]. RTN and GPTQ round to the same grid.
+type grid struct {
+	d     int         // output rows per index (vector length; 1 for scalars, INT8)
+	scale []uint16    // [out] fp16 scales
+	s     []float64   // [out] scales widened
+	books []*Codebook // [groups] (nil for INT8)
+	rowsG int         // index rows per codebook group
+}
+
+// int8Grid returns the INT8 per-channel grid of W: s[o] = fp16(max_j
+// |W[o,j]| / 127), zero → 1.
+func int8Grid(w *tensor.Matrix) (*grid, error) {
+	g := &grid{d: 1, scale: make([]uint16, w.Rows), s: make([]float64, w.Rows)}
+	for o := range w.Rows {
+		var mx float64
+		for _, v := range w.Row(o) {
+			mx = max(mx, math.Abs(float64(v)))
+		}
+		if err := setScale(g.scale, o, mx/127); err != nil {
+			return nil, err
+		}
+		g.s[o] = float64(tensor.F16ToF32(g.scale[o]))
+	}
+	return g, nil
+}
+
+// lutGrid returns the grid of a scalar or vector LUT format for W: pcs
+// scales and one codebook per row group, fit on the normalized weights
+// W/s (seeded by opt.Seed and the group number).
+func lutGrid(w *tensor.Matrix, f lut.Format, opt Options) (*grid, error) {
+	scale, err := PCS(w)
+	if err != nil {
+		return nil, err
+	}
+	g := &grid{d: f.Dim, scale: scale, s: make([]float64, w.Rows)}
+	for o, h := range scale {
+		g.s[o] = float64(tensor.F16ToF32(h))
+	}
+	rows := f.IndexRows(w.Rows)
+	g.rowsG = rows
+	if f.Group > 0 {
+		g.rowsG = f.Group / f.Dim
+	}
+	for gi, r0 := 0, 0; r0 < rows; gi, r0 = gi+1, r0+g.rowsG {
+		gr := group{w: w, s: g.s, d: g.d, r0: r0, r1: min(r0+g.rowsG, rows), imp: opt.Importance}
+		cb, err := gr.fit(f, opt, uint64(gi))
+		if err != nil {
+			return nil, fmt.Errorf("group %d: %w", gi, err)
+		}
+		g.books = append(g.books, cb)
+	}
+	return g, nil
+}
+
+// lut returns the codebooks as the stored fp16 array [groups][K][d].
+func (g *grid) lut() []uint16 {
+	var book []uint16
+	for _, cb := range g.books {
+		book = append(book, cb.FP16()...)
+	}
+	return book
+}
+
+// round rounds the raw weights w (len d) of index row r at one column to
+// the grid: it returns the code and sets q to the quantized weights
+// s[o]·entry (INT8: s[o]·c, c = round(w/s) half to even, clipped to
+// [−127, 127]). LUT codes are the nearest entry to w/s (Codebook.Nearest,
+// the lowest index on ties), using q as scratch first.
+func (g *grid) round(q, w []float64, r int) uint8 {
+	if g.books == nil {
+		s := g.s[r]
+		c := min(max(math.RoundToEven(w[0]/s), -127), 127)
+		q[0] = c * s
+		return byte(int8(c))
+	}
+	o := r * g.d
+	if g.d == 1 { // the scalar fast path of the same rule
+		cb := g.books[r/g.rowsG]
+		k := cb.nearestScalar(w[0] / g.s[o])
+		q[0] = g.s[o] * float64(cb.Values[k])
+		return uint8(k)
+	}
+	for t, v := range w {
+		q[t] = v / g.s[o+t]
+	}
+	cb := g.books[r/g.rowsG]
+	k := cb.Nearest(q)
+	for t, e := range cb.Entry(k) {
+		q[t] = g.s[o+t] * float64(e)
+	}
+	return uint8(k)
 }
 
 // group is the index rows [r0, r1) of W that share one codebook; vector

@@ -15,18 +15,32 @@ import (
 
 // QuantizeCmd is `forge quantize`.
 type QuantizeCmd struct {
-	Model     string `required:"" type:"existingdir" help:"Hugging Face checkpoint directory."`
-	Out       string `required:"" help:"Bundle directory to create."`
-	Format    string `required:"" help:"Format of every quantizable matrix, e.g. \"LUT4 per-tensor + pcs\", \"vector 2x16 + pcs\", \"LUT4 g128 + pcs\", \"INT8 per-channel\", \"bf16\"."`
-	Method    string `default:"rtn" enum:"rtn" help:"Quantization method: rtn (nearest rounding)."`
-	Seed      uint64 `default:"0" help:"Seed for codebook fitting (k-means)."`
-	Overwrite bool   `help:"Replace an existing bundle at --out."`
+	Model           string   `required:"" type:"existingdir" help:"Hugging Face checkpoint directory."`
+	Out             string   `required:"" help:"Bundle directory to create."`
+	Format          string   `help:"Default format of every quantizable matrix, e.g. \"LUT4 per-tensor + pcs\", \"vector 2x16 + pcs\", \"LUT4 g128 + pcs\", \"INT8 per-channel\", \"bf16\"."`
+	Plan            string   `type:"existingfile" help:"Plan JSON: per-part defaults and per-matrix formats and ranks (see package plan)."`
+	Method          string   `default:"rtn" enum:"rtn,gptq" help:"Quantization method: rtn (nearest rounding) or gptq (needs --calib)."`
+	AW              bool     `name:"aw" help:"Activation-weighted codebooks: k-means weighted by diag(H) (needs --calib)."`
+	Hadamard        bool     `help:"Online block Hadamard rotation of the MLP inputs (seeds 1000+layer, 2000+layer)."`
+	Calib           []string `placeholder:"FILE:ROWS" sep:"none" help:"Calibration source, repeatable: .txt text, .jsonl chat, .json/.npy token rows; ROWS rows sampled with --seed."`
+	Seq             int      `default:"1024" help:"Tokens per calibration row."`
+	HoldOut         int      `name:"holdout" help:"Calibration rows held out for the per-matrix SNR (default max(1, rows/12))."`
+	LowRankRank     int      `name:"lowrank-rank" help:"Rank of the low-rank correction of the quantization error (0: none)."`
+	LowRankParts    []string `name:"lowrank-parts" help:"Parts that get the correction: gdn,attn,kv,mlp,head (default gdn,attn,kv)."`
+	LowRankWeighted bool     `name:"lowrank-weighted" help:"Fit the correction weighted by the calibration Hessian."`
+	Seed            uint64   `default:"0" help:"Seed for calibration sampling, k-means and the randomized SVD."`
+	Resume          bool     `help:"Continue an interrupted run from OUT.work (same settings required)."`
+	Overwrite       bool     `help:"Replace an existing bundle at --out."`
 }
 
 func (c *QuantizeCmd) Run(ctx context.Context) error {
 	err := forge.Quantize(ctx, forge.QuantizeConfig{
-		Model: c.Model, Out: c.Out, Format: c.Format, Method: c.Method, Seed: c.Seed,
-		Overwrite: c.Overwrite, Progress: progress.New("quantize", false).Set,
+		Model: c.Model, Out: c.Out, Format: c.Format, Plan: c.Plan, Method: c.Method, AW: c.AW,
+		Hadamard: c.Hadamard, Calib: c.Calib, Seq: c.Seq, HoldOut: c.HoldOut,
+		LowRankRank: c.LowRankRank, LowRankParts: c.LowRankParts, LowRankWeighted: c.LowRankWeighted,
+		Seed: c.Seed, Resume: c.Resume, Overwrite: c.Overwrite,
+		Progress: progress.New("quantize", false).Set,
+		Log:      func(line string) { fmt.Fprintln(os.Stderr, line) },
 	})
 	if err != nil {
 		return err

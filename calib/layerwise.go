@@ -1,0 +1,200 @@
+package calib
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"forge/lut"
+	"forge/model"
+	"forge/quant"
+	"forge/tensor"
+)
+
+// Group is a set of Linears that read the same input, quantized together.
+type Group struct {
+	Layer int      // −1: the head
+	Names []string // checkpoint tensor names (model.Slot names)
+}
+
+// Groups returns layer li's groups in true-sequential order
+// (quantization.md §3): the mixer input projections (DeltaNet in_proj_qkv
+// and in_proj_z, or attention q, k, v), the mixer output projection, MLP
+// gate and up, MLP down. DeltaNet's in_proj_a / in_proj_b share the first
+// group's input but are never quantized, so they are not listed.
+func Groups(c model.Config, li int) []Group {
+	p := "layers." + strconv.Itoa(li) + "."
+	g := []Group{}
+	if c.Layers[li] == model.Attention {
+		a := p + "self_attn."
+		g = append(g, Group{li, []string{a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}},
+			Group{li, []string{a + "o_proj.weight"}})
+	} else {
+		d := p + "linear_attn."
+		g = append(g, Group{li, []string{d + "in_proj_qkv.weight", d + "in_proj_z.weight"}},
+			Group{li, []string{d + "out_proj.weight"}})
+	}
+	return append(g, Group{li, []string{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}},
+		Group{li, []string{p + "mlp.down_proj.weight"}})
+}
+
+// HeadGroup is the head's group, after every layer.
+var HeadGroup = Group{Layer: -1, Names: []string{"lm_head.weight"}}
+
+// Stats are the Hessians H = XᵀX/N of one group's input over the
+// training rows and over the held-out rows.
+type Stats struct {
+	Train, Held *quant.Hessian
+}
+
+// GroupFunc quantizes one group from its input statistics and returns the
+// Linear to store in each of its slots (a missing name keeps its slot).
+type GroupFunc func(g Group, st Stats) (map[string]model.Linear, error)
+
+// Runner calibrates a model layer by layer, true sequential: layer ℓ's
+// inputs are computed with layers < ℓ already quantized, and within a
+// layer each group's inputs with the groups before it already quantized.
+// It holds one layer's hidden states for every row ([rows][T][H] float32)
+// and one group's Hessians at a time.
+type Runner struct {
+	Model       *model.Model
+	Train, Held [][]int // token rows
+	// Skip reports groups that need no statistics (nothing in them is
+	// quantized); they are not run.
+	Skip func(g Group) bool
+	// Rotation, if set, returns the rotation applied to a group's input
+	// (nil: none); its Hessians are then of the rotated inputs x·M.
+	Rotation func(g Group) lut.Rotation
+	// Progress is called after each layer (and the head) with layers done
+	// and total (layers + 1).
+	Progress func(done, total int)
+}
+
+// Run quantizes layers from..L−1 and then the head, calling fn for each
+// group. Layers below from must already hold their quantized matrices in
+// the model's slots (a resumed run): their outputs are recomputed, not
+// recalibrated. ctx is checked between groups.
+func (r *Runner) Run(ctx context.Context, from int, fn GroupFunc) error {
+	m := r.Model
+	L := len(m.Config().Layers)
+	xs := make([]tensor.Matrix, len(r.Train)+len(r.Held))
+	for i, row := range r.rows() {
+		if err := m.CheckTokens(row); err != nil {
+			return fmt.Errorf("calib: row %d: %w", i, err)
+		}
+		m.Embed(&xs[i], row)
+	}
+	s := m.NewState()
+	for li := range L {
+		if li >= from {
+			for _, g := range Groups(m.Config(), li) {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if r.Skip != nil && r.Skip(g) {
+					continue
+				}
+				if err := r.group(s, g, xs, fn); err != nil {
+					return err
+				}
+			}
+		}
+		for i := range xs { // the layer's output, with its quantized matrices
+			s.Reset()
+			m.ForwardLayer(s, li, &xs[i])
+		}
+		if r.Progress != nil {
+			r.Progress(li+1, L+1)
+		}
+	}
+	if r.Skip == nil || !r.Skip(HeadGroup) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := r.group(s, HeadGroup, xs, fn); err != nil {
+			return err
+		}
+	}
+	if r.Progress != nil {
+		r.Progress(L+1, L+1)
+	}
+	return nil
+}
+
+func (r *Runner) rows() [][]int {
+	return append(append([][]int(nil), r.Train...), r.Held...)
+}
+
+// group collects g's input statistics over every row and hands them to fn.
+func (r *Runner) group(s *model.State, g Group, xs []tensor.Matrix, fn GroupFunc) error {
+	m := r.Model
+	st := Stats{Train: new(quant.Hessian), Held: new(quant.Hessian)}
+	rec := &recorder{}
+	if r.Rotation != nil {
+		rec.rot = r.Rotation(g)
+	}
+	first := g.Names[0]
+	slot := m.Slot(first)
+	if slot == nil {
+		return fmt.Errorf("calib: the model has no matrix %q", first)
+	}
+	var x, u tensor.Matrix
+	for i := range xs {
+		rec.h = st.Train
+		if i >= len(r.Train) {
+			rec.h = st.Held
+		}
+		switch {
+		case g.Layer < 0:
+			m.Norm(-1, &u, &xs[i])
+			rec.add(&u)
+		case g.Names[0] == Groups(m.Config(), g.Layer)[0].Names[0]:
+			m.Norm(g.Layer, &u, &xs[i])
+			rec.add(&u)
+		default: // run the layer on a copy with the recorder in the slot
+			x.Resize(xs[i].Rows, xs[i].Cols)
+			copy(x.Data, xs[i].Data)
+			rec.Linear = *slot
+			*slot = rec
+			s.Reset()
+			m.ForwardLayer(s, g.Layer, &x)
+			*slot = rec.Linear
+		}
+	}
+	repl, err := fn(g, st)
+	if err != nil {
+		return err
+	}
+	for name, lin := range repl {
+		p := m.Slot(name)
+		if p == nil {
+			return fmt.Errorf("calib: the model has no matrix %q", name)
+		}
+		*p = lin
+	}
+	return nil
+}
+
+// recorder is a Linear that adds its input (rotated, if rot is set) to h
+// before multiplying.
+type recorder struct {
+	model.Linear
+	h   *quant.Hessian
+	rot lut.Rotation
+	buf tensor.Matrix
+}
+
+func (r *recorder) Mul(dst, x *tensor.Matrix) {
+	r.add(x)
+	r.Linear.Mul(dst, x)
+}
+
+func (r *recorder) add(x *tensor.Matrix) {
+	if r.rot == nil {
+		r.h.Add(x)
+		return
+	}
+	r.buf.Resize(x.Rows, x.Cols)
+	r.rot.Rotate(&r.buf, x)
+	r.h.Add(&r.buf)
+}

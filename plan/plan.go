@@ -1,0 +1,142 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"forge/lut"
+)
+
+// ErrPlan is wrapped by every error about a plan's contents.
+var ErrPlan = errors.New("invalid plan")
+
+// Spec is what a plan assigns to one matrix.
+type Spec struct {
+	Format lut.Format
+	Rank   int // low-rank correction rank; 0 = none
+}
+
+// Plan is a parsed plan. The zero value assigns nothing.
+type Plan struct {
+	Default  *Spec
+	Parts    map[string]Spec // by part: mlp, gdn, attn, kv, head
+	Matrices map[string]Spec // by key: "23.gate", "0.mixer", "head", …
+}
+
+// Parts are the part names a plan may give defaults for.
+var Parts = []string{"mlp", "gdn", "attn", "kv", "head"}
+
+type fileJSON struct {
+	Default  json.RawMessage            `json:"default"`
+	Parts    map[string]json.RawMessage `json:"parts"`
+	Matrices map[string]json.RawMessage `json:"matrices"`
+}
+
+// Read parses the plan file at path.
+func Read(path string) (*Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	p, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Parse parses a plan from JSON; unknown fields, parts and malformed
+// formats are errors.
+func Parse(b []byte) (*Plan, error) {
+	var f fileJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPlan, err)
+	}
+	p := &Plan{Parts: map[string]Spec{}, Matrices: map[string]Spec{}}
+	if len(f.Default) > 0 {
+		s, err := parseSpec(f.Default)
+		if err != nil {
+			return nil, fmt.Errorf("%w: default: %v", ErrPlan, err)
+		}
+		p.Default = &s
+	}
+	for k, v := range f.Parts {
+		if !validPart(k) {
+			return nil, fmt.Errorf("%w: unknown part %q (parts: %s)", ErrPlan, k, strings.Join(Parts, ", "))
+		}
+		s, err := parseSpec(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: part %q: %v", ErrPlan, k, err)
+		}
+		p.Parts[k] = s
+	}
+	for k, v := range f.Matrices {
+		if _, _, err := splitKey(k); err != nil {
+			return nil, fmt.Errorf("%w: matrix key %q: %v", ErrPlan, k, err)
+		}
+		s, err := parseSpec(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: matrix %q: %v", ErrPlan, k, err)
+		}
+		p.Matrices[k] = s
+	}
+	return p, nil
+}
+
+func validPart(k string) bool {
+	for _, p := range Parts {
+		if k == p {
+			return true
+		}
+	}
+	return false
+}
+
+func parseSpec(raw json.RawMessage) (Spec, error) {
+	var name string
+	if err := json.Unmarshal(raw, &name); err == nil {
+		f, err := lut.ParseFormat(name)
+		return Spec{Format: f}, err
+	}
+	var o struct {
+		Format string `json:"format"`
+		Rank   int    `json:"rank"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return Spec{}, fmt.Errorf("want a format name or {\"format\", \"rank\"}: %v", err)
+	}
+	if o.Rank < 0 {
+		return Spec{}, fmt.Errorf("rank %d is negative", o.Rank)
+	}
+	f, err := lut.ParseFormat(o.Format)
+	return Spec{Format: f, Rank: o.Rank}, err
+}
+
+// matrixNames are the NAMEs of a LAYER.NAME key.
+var matrixNames = map[string]bool{"gate": true, "up": true, "down": true, "mlp": true, "mixer": true,
+	"qkv": true, "z": true, "out": true, "q": true, "k": true, "v": true, "o": true, "kv": true}
+
+// splitKey splits "23.gate" into (23, "gate"); "head" gives (-1, "head").
+func splitKey(k string) (int, string, error) {
+	if k == "head" {
+		return -1, "head", nil
+	}
+	num, name, ok := strings.Cut(k, ".")
+	li, err := strconv.Atoi(num)
+	if !ok || err != nil || li < 0 || strconv.Itoa(li) != num {
+		return 0, "", errors.New(`want LAYER.NAME (e.g. "23.gate") or "head"`)
+	}
+	if !matrixNames[name] {
+		return 0, "", fmt.Errorf("unknown matrix name %q", name)
+	}
+	return li, name, nil
+}
