@@ -9,8 +9,8 @@ import (
 
 	"forge/checkpoint"
 	"forge/lut"
-	"forge/quant"
 	"forge/model"
+	"forge/quant"
 	"forge/safetensors"
 	"forge/tensor"
 )
