@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 
 	"forge/bundle"
@@ -150,8 +151,13 @@ func (q *quantizer) runCalibrated(ctx context.Context, set *calib.Set) error {
 			return nil
 		},
 	}
-	if p := q.r.cfg.Progress; p != nil {
-		run.Progress = func(done, total int) { p(int64(done), int64(total)) }
+	run.Progress = func(done, total int) {
+		// A layer's Hessians and GPTQ buffers are garbage now: return
+		// them to the OS so that the peak stays one layer's working set.
+		debug.FreeOSMemory()
+		if p := q.r.cfg.Progress; p != nil {
+			p(int64(done), int64(total))
+		}
 	}
 	return run.Run(ctx, from, func(g calib.Group, st calib.Stats) (map[string]model.Linear, error) {
 		out := map[string]model.Linear{}
@@ -159,7 +165,12 @@ func (q *quantizer) runCalibrated(ctx context.Context, set *calib.Set) error {
 			if _, ok := q.specs[name]; !ok {
 				continue
 			}
-			lm, err := q.quantize(name, &st)
+			if _, err := q.quantize(name, &st); err != nil {
+				return nil, err
+			}
+			// The model runs on the stored copy, mapped from OUT.work, so
+			// that finished layers live in the page cache, not the heap.
+			lm, _, _, err := q.ws.load(name)
 			if err != nil {
 				return nil, err
 			}

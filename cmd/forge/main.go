@@ -22,6 +22,10 @@ type cli struct {
 	Tokenize   TokenizeCmd      `cmd:"" help:"Print the token ids of a text as JSON."`
 	Detokenize DetokenizeCmd    `cmd:"" help:"Print the text of a JSON list of token ids."`
 	Template   TemplateCmd      `cmd:"" help:"Render a conversation with the model's chat template."`
+	Dequantize DequantizeCmd    `cmd:"" help:"Write a bundle back out as a Hugging Face checkpoint with the quantized weights materialized."`
+	PPL        PPLCmd           `cmd:"" name:"ppl" help:"Perplexity of a checkpoint or bundle on a text, in non-overlapping windows."`
+	Trace      TraceCmd         `cmd:"" help:"Record a reference model's next-token distributions over a data set into a trace file."`
+	Eval       EvalGroup        `cmd:"" help:"Score a candidate against a reference trace (KL, top-1 agreement, perplexity, Δp), or compare reports: forge eval compare."`
 	Version    kong.VersionFlag `help:"Print the version."`
 }
 

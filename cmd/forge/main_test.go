@@ -107,7 +107,17 @@ func TestErrors(t *testing.T) {
 		{"snr no match", []string{"snr", "--model", tiny, "--tensors", "nothing", "--formats", "LUT4 per-tensor + pcs"}, "no matrix"},
 		{"snr both sources", []string{"snr", "--model", tiny, "--gaussian", "8x8", "--formats", "LUT4 per-tensor + pcs"}, "--gaussian"},
 		{"quantize bad format", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "vector 2x17 + pcs"}, "2x17"},
-		{"quantize bad method", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--method", "gptq"}, "gptq"},
+		{"quantize bad method", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--method", "awq"}, "awq"},
+		{"gptq without calib", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--method", "gptq"}, "--calib"},
+		{"bad calib spec", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--method", "gptq", "--calib", "x.txt:0"}, "x.txt:0"},
+		{"missing calib file", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--aw", "--calib", filepath.Join(dir, "none.txt:4")}, "none.txt"},
+		{"lowrank parts without rank", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--lowrank-parts", "gdn"}, "--lowrank-rank"},
+		{"missing plan", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--plan", filepath.Join(dir, "p.json")}, "p.json"},
+		{"ablation without reference", []string{"eval", "--trace", bad, "--model", tiny, "--parts", "mlp"}, "--reference"},
+		{"ablation bad part", []string{"eval", "--trace", bad, "--model", tiny, "--reference", tiny, "--parts", "ffn"}, "ffn"},
+		{"lcpp with ablation", []string{"eval", "--lcpp", "--trace", bad, "--model", tiny, "--reference", tiny}, "--lcpp"},
+		{"llamacpp without lcpp", []string{"trace", "--model", tiny, "--data", bad, "--out", filepath.Join(dir, "t"), "--llamacpp"}, "--lcpp"},
+		{"lcpp two data files", []string{"trace", "--lcpp", "--model", tiny, "--data", bad, "--data", bad, "--out", filepath.Join(dir, "t")}, "one text file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -146,6 +156,60 @@ func TestSNRJSON(t *testing.T) {
 					t.Errorf("row %v lacks %s", r, k)
 				}
 			}
+		}
+	}
+}
+
+// TestTraceEval: `forge trace` then `forge eval` of the reference against
+// its own trace (KL 0, top-1 100%) with every output file, and the
+// refusals a user meets: another vocabulary, a cut trace.
+func TestTraceEval(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "ref.trace")
+	data := filepath.Join("..", "..", "testdata", "calib", "code.txt")
+	out, err := run(t, "trace", "--model", tiny, "--data", data+":3", "--seq", "64", "--out", trace)
+	if err != nil || !strings.Contains(out, "189 positions") || !strings.Contains(out, "full") {
+		t.Fatalf("trace: %v\n%s", err, out)
+	}
+	js, kl, md := filepath.Join(dir, "r.json"), filepath.Join(dir, "kl.npy"), filepath.Join(dir, "r.md")
+	out, err = run(t, "eval", "--trace", trace, "--model", tiny, "--json", js, "--kl-out", kl, "--markdown", md)
+	if err != nil || !strings.Contains(out, "100.00%") {
+		t.Fatalf("eval: %v\n%s", err, out)
+	}
+	var rep struct {
+		N      int     `json:"n_positions"`
+		MeanKL float64 `json:"mean_kl"`
+		Top1   float64 `json:"top1"`
+		BPW    float64 `json:"bpw"`
+		Def    string  `json:"definition"`
+	}
+	raw, _ := os.ReadFile(js)
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err, string(raw))
+	}
+	if rep.N != 189 || rep.MeanKL != 0 || rep.Top1 != 1 || rep.BPW != 16 || rep.Def != "full" {
+		t.Errorf("report %+v", rep)
+	}
+	// NPY 1.0: 10 bytes + header, then 189 float32s.
+	if b, _ := os.ReadFile(kl); len(b) < 10 || len(b)-10-int(b[8])-int(b[9])<<8 != 4*189 {
+		t.Errorf("kl.npy of %d bytes", len(b))
+	}
+	if b, _ := os.ReadFile(md); !strings.Contains(string(b), "| top-1 agreement | 100.00% |") {
+		t.Errorf("markdown:\n%s", b)
+	}
+	raw, _ = os.ReadFile(trace)
+	cut := filepath.Join(dir, "cut.trace")
+	os.WriteFile(cut, raw[:len(raw)-4096], 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "--trace", trace, "--model", filepath.Join("..", "..", "testdata", "qwen35-tiny-random")}, "vocabulary"},
+		{[]string{"eval", "--trace", cut, "--model", tiny}, "cut.trace"},
+		{[]string{"trace", "--model", tiny, "--data", data + ":3", "--seq", "8", "--topk", "9999", "--out", trace}, "top-K"},
+	} {
+		if out, err := run(t, c.args...); err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("%v: %v, output %q lacks %q", c.args, err, out, c.want)
 		}
 	}
 }

@@ -1,0 +1,94 @@
+package forge
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"forge/eval"
+	"forge/internal/durable"
+)
+
+// CompareConfig configures Compare.
+type CompareConfig struct {
+	Reports []string // reports written by forge eval --json, at least one
+	// KL holds the per-position KL files (forge eval --kl-out), one per
+	// report in the same order, "" for a report without one. Empty: no
+	// KL CDF or per-position plots.
+	KL []string
+	// OutDir receives compare.md and the plots ("": the directory of the
+	// first report); it is created if missing.
+	OutDir string
+	// Parts asks for the ablation chart: an error when no report carries
+	// parts or layers. Without it the chart is drawn whenever one does.
+	Parts bool
+	Out   io.Writer // the table, warnings, notes and files written; nil discards
+}
+
+// Compare lays evaluation reports side by side: it prints a table per KL
+// definition to cfg.Out (runs of different definitions are never compared
+// with each other, quantization.md §7: a warning says the set was split),
+// writes the same tables as Markdown to OUTDIR/compare.md, and plots KL
+// (eval.Comparison.Plot: CDF, along the trace, per ablation) as PNG and
+// SVG into OUTDIR.
+func Compare(ctx context.Context, cfg CompareConfig) (*eval.Comparison, error) {
+	c, err := eval.LoadComparison(cfg.Reports, cfg.KL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Parts && !hasAblation(c) {
+		return nil, fmt.Errorf("compare --parts: none of the %d reports carries a parts or layers field (an ablation made with forge eval --parts/--layers)",
+			len(c.Runs))
+	}
+	out := cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	if err := c.WriteTable(out); err != nil {
+		return nil, fmt.Errorf("compare: writing the table: %w", err)
+	}
+	dir := cfg.OutDir
+	if dir == "" {
+		dir = filepath.Dir(cfg.Reports[0])
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("compare: --out-dir: %w", err)
+	}
+	var md bytes.Buffer
+	if err := c.WriteMarkdown(&md); err != nil {
+		return nil, err
+	}
+	mdPath := filepath.Join(dir, "compare.md")
+	if err := durable.WriteFile(mdPath, md.Bytes()); err != nil {
+		return nil, fmt.Errorf("compare: %s: %w", mdPath, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	files, notes, err := c.Plot(dir)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(out)
+	for _, n := range notes {
+		fmt.Fprintf(out, "note: %s\n", n)
+	}
+	fmt.Fprintf(out, "wrote %s\n", mdPath)
+	for _, f := range files {
+		fmt.Fprintf(out, "wrote %s\n", f)
+	}
+	return c, nil
+}
+
+// hasAblation reports whether any run of c quantized only some parts or layers.
+func hasAblation(c *eval.Comparison) bool {
+	for _, r := range c.Runs {
+		if r.Ablation() {
+			return true
+		}
+	}
+	return false
+}

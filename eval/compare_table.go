@@ -1,0 +1,208 @@
+package eval
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+)
+
+// compareColumn is one column of the comparison table.
+type compareColumn struct {
+	head    string
+	numeric bool // right-aligned in Markdown
+	cell    func(*ComparedRun) string
+}
+
+// none marks a value the report does not carry.
+const none = "–"
+
+// columns returns the columns of g's table: the run, its size (bytes, bpw)
+// and positions, the KL summary, top-1 agreement and perplexities, and the
+// ablation's parts and layers when any run of g has them.
+func (g *ComparisonGroup) columns() []compareColumn {
+	cols := []compareColumn{
+		{"run", false, func(r *ComparedRun) string { return r.Name }},
+		{"size", true, func(r *ComparedRun) string { return formatBytes(r.Bytes) }},
+		{"bpw", true, func(r *ComparedRun) string { return formatPositive(r.BPW, "%.3f") }},
+		{"positions", true, func(r *ComparedRun) string { return fmt.Sprint(r.NPositions) }},
+		{"mean KL", true, func(r *ComparedRun) string { return formatKL(r.MeanKL) }},
+		{"median KL", true, func(r *ComparedRun) string { return formatKL(r.MedianKL) }},
+		{"p99 KL", true, func(r *ComparedRun) string { return formatKL(r.P99KL) }},
+		{"top-1 %", true, func(r *ComparedRun) string { return fmt.Sprintf("%.2f", 100*r.Top1) }},
+		{"ppl", true, func(r *ComparedRun) string { return formatPositive(r.PPL, "%.4f") }},
+		{"ref ppl", true, func(r *ComparedRun) string { return formatPositive(r.RefPPL, "%.4f") }},
+	}
+	var parts, layers bool
+	for _, r := range g.Runs {
+		parts = parts || r.Parts != ""
+		layers = layers || r.Layers != ""
+	}
+	if parts {
+		cols = append(cols, compareColumn{"parts", false, func(r *ComparedRun) string { return orNone(r.Parts) }})
+	}
+	if layers {
+		cols = append(cols, compareColumn{"layers", false, func(r *ComparedRun) string { return orNone(r.Layers) }})
+	}
+	return cols
+}
+
+// formatKL formats a KL value in nats with four decimals, or in
+// scientific notation below 1e-3 where decimals would hide it.
+func formatKL(x float64) string {
+	if x != 0 && math.Abs(x) < 1e-3 {
+		return fmt.Sprintf("%.2e", x)
+	}
+	return fmt.Sprintf("%.4f", x)
+}
+
+// formatBytes writes n in decimal units (kB, MB, GB, TB), "–" for 0.
+func formatBytes(n int64) string {
+	if n <= 0 {
+		return none
+	}
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, unit := float64(n), ""
+	for _, u := range []string{"kB", "MB", "GB", "TB", "PB"} {
+		v, unit = v/1000, u
+		if v < 1000 {
+			break
+		}
+	}
+	return fmt.Sprintf("%.2f %s", v, unit)
+}
+
+// formatPositive formats x with format, or "–" when x is 0 (not reported).
+func formatPositive(x float64, format string) string {
+	if x == 0 {
+		return none
+	}
+	return fmt.Sprintf(format, x)
+}
+
+// orNone returns s, or "–" when s is empty.
+func orNone(s string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+// WriteTable writes the comparison as terminal tables, one per definition
+// group, preceded by the warnings: numbers right-aligned, KL in nats,
+// sizes in decimal units, "–" for a value a report does not carry.
+func (c *Comparison) WriteTable(w io.Writer) error {
+	ew := &errWriter{w: w}
+	for _, msg := range c.Warnings {
+		fmt.Fprintf(ew, "warning: %s\n", msg)
+	}
+	for i := range c.Groups {
+		g := &c.Groups[i]
+		if i > 0 || len(c.Warnings) > 0 {
+			fmt.Fprintln(ew)
+		}
+		fmt.Fprintf(ew, "definition: %s\n", g.Definition)
+		if traces := g.traces(); len(traces) == 1 {
+			fmt.Fprintf(ew, "trace: %s\n", traces[0])
+		}
+		cols := g.columns()
+		width := utf8.RuneCountInString(cols[0].head)
+		for _, r := range g.Runs {
+			width = max(width, utf8.RuneCountInString(r.Name))
+		}
+		// AlignRight right-aligns every cell, padding on the left; padding
+		// the first column to one width keeps the names left-aligned, and
+		// the padding before them is cut below.
+		var buf bytes.Buffer
+		tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
+		row := make([]string, len(cols))
+		for j, col := range cols {
+			row[j] = col.head
+		}
+		writeRow(tw, row, width)
+		for _, r := range g.Runs {
+			for j, col := range cols {
+				row[j] = col.cell(r)
+			}
+			writeRow(tw, row, width)
+		}
+		tw.Flush() // writes to memory: cannot fail
+		for _, line := range strings.SplitAfter(buf.String(), "\n") {
+			fmt.Fprint(ew, strings.TrimPrefix(line, "  "))
+		}
+	}
+	return ew.err
+}
+
+// writeRow writes one tab-terminated row, its first cell padded to width.
+func writeRow(w io.Writer, row []string, width int) {
+	first := row[0] + strings.Repeat(" ", width-utf8.RuneCountInString(row[0]))
+	fmt.Fprintf(w, "%s\t%s\t\n", first, strings.Join(row[1:], "\t"))
+}
+
+// WriteMarkdown writes the comparison as Markdown: the warnings as a
+// quote, then one table per definition group under a heading naming the
+// definition (and the trace when the group's runs share one).
+func (c *Comparison) WriteMarkdown(w io.Writer) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "# Evaluation comparison\n\n")
+	for _, msg := range c.Warnings {
+		fmt.Fprintf(ew, "> **Warning:** %s\n>\n", mdEscape(msg))
+	}
+	if len(c.Warnings) > 0 {
+		fmt.Fprintln(ew)
+	}
+	for i := range c.Groups {
+		g := &c.Groups[i]
+		fmt.Fprintf(ew, "## Definition: %s\n\n", mdEscape(g.Definition))
+		if traces := g.traces(); len(traces) == 1 {
+			fmt.Fprintf(ew, "Trace: `%s`\n\n", strings.ReplaceAll(traces[0], "`", "'"))
+		}
+		cols := g.columns()
+		heads, rules := make([]string, len(cols)), make([]string, len(cols))
+		for j, col := range cols {
+			heads[j], rules[j] = col.head, ":---"
+			if col.numeric {
+				rules[j] = "---:"
+			}
+		}
+		fmt.Fprintf(ew, "| %s |\n| %s |\n", strings.Join(heads, " | "), strings.Join(rules, " | "))
+		row := make([]string, len(cols))
+		for _, r := range g.Runs {
+			for j, col := range cols {
+				row[j] = mdEscape(col.cell(r))
+			}
+			fmt.Fprintf(ew, "| %s |\n", strings.Join(row, " | "))
+		}
+		fmt.Fprintln(ew)
+	}
+	fmt.Fprintf(ew, "KL in nats; top-1 = positions whose argmax agrees with the reference.\n")
+	return ew.err
+}
+
+// mdEscape escapes the characters that would break a Markdown table cell.
+func mdEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "|", `\|`, "\n", " ", "*", `\*`, "_", `\_`).Replace(s)
+}
+
+// errWriter keeps the first write error so a run of Fprintf calls can be
+// checked once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+// Write implements io.Writer; after a failure it writes nothing.
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}

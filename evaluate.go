@@ -1,0 +1,167 @@
+package forge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"forge/bundle"
+	"forge/checkpoint"
+	"forge/eval"
+	"forge/internal/durable"
+	"forge/model"
+)
+
+// EvalConfig configures Evaluate. Empty output paths write nothing.
+type EvalConfig struct {
+	Trace    string // trace file written by Trace
+	Model    string // candidate: bundle or HF checkpoint directory
+	JSON     string // report as JSON
+	KLOut    string // per-position KL, float32 1-D .npy
+	Markdown string // report as a Markdown table
+	// Reference, if set, makes an ablation: the model evaluated is the
+	// reference checkpoint with only the matrices of Parts (comma-separated
+	// plan parts: mlp, gdn, attn, kv, head; "" = all) in Layers ("24-63",
+	// "5", "" = all) taken from Model (the seed's PARTS / QLAYERS).
+	Reference     string
+	Parts, Layers string
+	// Progress, if set, is called with tokens done and total.
+	Progress func(done, total int64)
+	// Log, if set, receives warnings (a candidate made from another
+	// checkpoint than the trace's reference).
+	Log func(line string)
+}
+
+// Evaluate scores the candidate cfg.Model against the reference trace
+// cfg.Trace (eval.Score: KL, top-1, perplexities, Δp per position),
+// summarizes it (eval.Summarize), adds the size of the candidate's
+// quantizable matrices and writes the requested files.
+func Evaluate(ctx context.Context, cfg EvalConfig) (*eval.Report, error) {
+	if cfg.Reference != "" { // settings first, before any file is read
+		if _, err := ParseAblation(cfg.Parts, cfg.Layers); err != nil {
+			return nil, err
+		}
+	}
+	tr, err := eval.OpenTrace(cfg.Trace)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.Close()
+	c, err := openCandidate(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := tr.CheckVocab(c.m.Config().Vocab); err != nil {
+		return nil, err
+	}
+	if cfg.Log != nil && tr.Meta.ModelKind == "checkpoint" && c.sourceFP != "" && c.sourceFP != tr.Meta.Fingerprint {
+		cfg.Log(fmt.Sprintf("warning: %s was not made from the trace's reference %s (fingerprint %.12s…, the trace's %.12s…)",
+			cfg.Model, tr.Meta.Model, c.sourceFP, tr.Meta.Fingerprint))
+	}
+	res, err := eval.Score(ctx, c.m, tr, eval.ScoreOptions{Progress: cfg.Progress})
+	if err != nil {
+		return nil, err
+	}
+	rep := eval.Summarize(res)
+	rep.Trace, rep.Model, rep.Bytes = cfg.Trace, cfg.Model, c.bytes
+	if cfg.Reference != "" {
+		rep.Reference, rep.Parts, rep.Layers = cfg.Reference, cfg.Parts, cfg.Layers
+	}
+	if c.weights > 0 {
+		rep.BPW = 8 * float64(c.bytes) / float64(c.weights)
+	}
+	return rep, writeReport(cfg, rep)
+}
+
+// candidate is the model under evaluation and what the report says of it.
+type candidate struct {
+	m *model.Model
+	io.Closer
+	bytes    int64  // stored bytes of the quantizable matrices
+	weights  int64  // their weights
+	sourceFP string // fingerprint of the checkpoint it was made from ("" if unknown)
+}
+
+// openCandidate loads the candidate: a bundle or a checkpoint, or with
+// cfg.Reference the ablation of it (its bytes then count the matrices
+// taken from it, the rest at the reference's bf16).
+func openCandidate(cfg EvalConfig) (*candidate, error) {
+	var m *model.Model
+	var src, cand source
+	sel := Ablation{Hi: -1}
+	if cfg.Reference != "" {
+		var err error
+		if sel, err = ParseAblation(cfg.Parts, cfg.Layers); err != nil {
+			return nil, err
+		}
+		a, err := openAblation(cfg.Reference, cfg.Model, sel)
+		if err != nil {
+			return nil, err
+		}
+		if m, err = model.Load(a); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("ablation of %s in %s: %w", cfg.Model, cfg.Reference, err)
+		}
+		src, cand = a, a.cand
+	} else {
+		var err error
+		if m, src, err = loadModel(cfg.Model); err != nil {
+			return nil, err
+		}
+		cand = src
+	}
+	c := &candidate{m: m, Closer: src}
+	mc := m.Config()
+	for _, s := range model.Tensors(&mc) {
+		if !Quantizable(s) {
+			continue
+		}
+		c.weights += s.Elements()
+		if b, ok := cand.(*bundle.Bundle); ok && sel.selects(s.Name) {
+			n, _ := b.StoredBytes(s.Name)
+			c.bytes += n
+		} else {
+			c.bytes += 2 * s.Elements() // bf16, the reference's precision
+		}
+	}
+	switch s := cand.(type) {
+	case *bundle.Bundle:
+		c.sourceFP = s.Manifest().Source.Fingerprint
+	case *checkpoint.Checkpoint:
+		var err error
+		if c.sourceFP, err = s.Fingerprint(); err != nil {
+			src.Close()
+			return nil, fmt.Errorf("model %s: fingerprint: %w", cfg.Model, err)
+		}
+	}
+	return c, nil
+}
+
+// writeReport writes the files cfg asks for, each atomically.
+func writeReport(cfg EvalConfig, rep *eval.Report) error {
+	if cfg.KLOut != "" {
+		if err := eval.WriteNPY(cfg.KLOut, rep.KL); err != nil {
+			return err
+		}
+	}
+	if cfg.JSON != "" {
+		raw, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := durable.WriteFile(cfg.JSON, append(raw, '\n')); err != nil {
+			return fmt.Errorf("--json %s: %w", cfg.JSON, err)
+		}
+	}
+	if cfg.Markdown != "" {
+		var b strings.Builder
+		rep.WriteMarkdown(&b)
+		if err := durable.WriteFile(cfg.Markdown, []byte(b.String())); err != nil {
+			return fmt.Errorf("--markdown %s: %w", cfg.Markdown, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,314 @@
+package forge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"forge/bundle"
+	"forge/checkpoint"
+	"forge/eval"
+	"forge/internal/durable"
+	"forge/model"
+	"forge/tensor"
+	"forge/tokenizer"
+)
+
+// LCPPTraceConfig configures TraceLCPP.
+type LCPPTraceConfig struct {
+	Model string // the base model: checkpoint or bundle directory (its tokenizer files are used)
+	Data  string // a text file, read whole and tokenized once
+	Out   string // the base file to write
+	Ctx   int    // window length n_ctx (0: 512, llama-perplexity's default)
+	// LlamaCpp writes llama.cpp's own --kl-divergence-base binary layout
+	// (which llama-perplexity --kl-divergence can read) instead of forge's
+	// safetensors layout with provenance.
+	LlamaCpp bool
+	Progress func(done, total int64) // windows done of total
+}
+
+// LCPPEvalConfig configures EvalLCPP.
+type LCPPEvalConfig struct {
+	Trace string // the base file: TraceLCPP's, or llama.cpp's --kl-divergence-base output
+	Model string // the candidate: checkpoint or bundle directory
+	Ctx   int    // if not 0, the window length the base must have
+	Out   io.Writer
+	JSON  string // if set, the report is also written there as JSON
+	// Progress is called with windows done of total.
+	Progress func(done, total int64)
+}
+
+// TraceLCPP records a base for the llama.cpp-compatible KL mode
+// (quantization.md §7), as `llama-perplexity --kl-divergence-base OUT -f DATA
+// -c CTX` does: the text is tokenized once (a BOS token first when the
+// tokenizer adds one, see lcppBOS), cut into ⌊n_tokens/n_ctx⌋ windows (at
+// least 2·n_ctx tokens are needed), each window evaluated from an empty
+// state with its first token replaced by BOS when one is added, and the
+// logits of positions n_ctx/2 … n_ctx−2 stored compressed to uint16
+// (eval.LCPPCompress). The file is written atomically.
+func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
+	nCtx := cfg.Ctx
+	if nCtx == 0 {
+		nCtx = eval.LCPPDefaultCtx
+	}
+	text, err := os.ReadFile(cfg.Data)
+	if err != nil {
+		return fmt.Errorf("lcpp trace: %w", err)
+	}
+	tok, err := tokenizer.Load(cfg.Model)
+	if err != nil {
+		return err
+	}
+	bos, err := lcppBOS(cfg.Model, tok)
+	if err != nil {
+		return err
+	}
+	var tokens []int
+	if bos >= 0 {
+		tokens = append(tokens, bos)
+	}
+	tokens = tok.EncodeAppend(tokens, string(text))
+	nChunk, err := eval.LCPPChunks(len(tokens), nCtx)
+	if err != nil {
+		return fmt.Errorf("lcpp trace %s: %w", cfg.Data, err)
+	}
+	tokens = tokens[:nChunk*nCtx]
+	m, src, err := loadModel(cfg.Model)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	vocab := m.Config().Vocab
+	if err := m.CheckTokens(tokens); err != nil {
+		return fmt.Errorf("lcpp trace %s: tokenizer of %s: %w", cfg.Data, cfg.Model, err)
+	}
+	meta, err := lcppMeta(cfg, src, tok, tokens, text)
+	if err != nil {
+		return err
+	}
+	format := eval.LCPPForge
+	if cfg.LlamaCpp {
+		format = eval.LCPPLlamaCpp
+	}
+	w, err := eval.CreateLCPPBase(cfg.Out, eval.LCPPHeader{NCtx: nCtx, NVocab: vocab, NChunk: nChunk,
+		Tokens: tokens, BOS: bos, Meta: meta}, format)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	first, scored := eval.LCPPScored(nCtx)
+	st := m.NewState()
+	var win eval.LCPPBaseWindow
+	win.Resize(scored, vocab)
+	var window []int
+	for i := range nChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		window = eval.LCPPWindow(window, tokens, nCtx, i, bos)
+		lg := lcppForward(m, st, window)
+		tensor.Parallel(scored, func(lo, hi int) {
+			for j := lo; j < hi; j++ {
+				win.Compress(j, lg.Row(first+j))
+			}
+		})
+		if err := w.WriteWindow(&win); err != nil {
+			return err
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(int64(i+1), int64(nChunk))
+		}
+	}
+	return w.Close()
+}
+
+// EvalLCPP scores a candidate against a base (TraceLCPP's or llama.cpp's)
+// as `llama-perplexity --kl-divergence --kl-divergence-base TRACE` does:
+// each stored window, its first token replaced by BOS when the candidate's
+// tokenizer adds one, is evaluated from an empty state, and every scored
+// position is compared with the stored base distribution
+// (eval.LCPPScore). It refuses a base whose vocabulary size differs from
+// the candidate's, whose n_ctx differs from cfg.Ctx (when set), whose
+// recorded BOS rule differs from the candidate's, or which is incomplete.
+// The report is printed to cfg.Out as llama.cpp prints it and, with
+// cfg.JSON, written there as JSON.
+func EvalLCPP(ctx context.Context, cfg LCPPEvalConfig) (*eval.LCPPReport, error) {
+	base, err := eval.OpenLCPPBase(cfg.Trace)
+	if err != nil {
+		return nil, err
+	}
+	defer base.Close()
+	if cfg.Ctx != 0 && cfg.Ctx != base.NCtx {
+		return nil, fmt.Errorf("%w: %s was computed with n_ctx %d, not the requested %d",
+			eval.ErrLCPPMismatch, cfg.Trace, base.NCtx, cfg.Ctx)
+	}
+	tok, err := tokenizer.Load(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	bos, err := lcppBOS(cfg.Model, tok)
+	if err != nil {
+		return nil, err
+	}
+	if base.BOS != eval.LCPPBOSUnknown && base.BOS != bos {
+		return nil, fmt.Errorf("%w: %s began each window with %s, the tokenizer of %s with %s",
+			eval.ErrLCPPMismatch, cfg.Trace, bosText(base.BOS), cfg.Model, bosText(bos))
+	}
+	m, src, err := loadModel(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	if v := m.Config().Vocab; v != base.NVocab {
+		return nil, fmt.Errorf("%w: inconsistent vocabulary: %s has n_vocab %d, the model %s %d",
+			eval.ErrLCPPMismatch, cfg.Trace, base.NVocab, cfg.Model, v)
+	}
+	var stats eval.LCPPStats
+	if err := lcppScore(ctx, m, base, bos, &stats, cfg.Progress); err != nil {
+		return nil, err
+	}
+	rep := stats.Report(base.NCtx, base.NVocab, base.NChunk)
+	rep.Model, rep.Base = cfg.Model, cfg.Trace
+	if cfg.Out != nil {
+		if err := rep.Print(cfg.Out); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.JSON != "" {
+		data, err := rep.JSON()
+		if err != nil {
+			return nil, err
+		}
+		if err := durable.WriteFile(cfg.JSON, data); err != nil {
+			return nil, fmt.Errorf("lcpp report %s: %w", cfg.JSON, err)
+		}
+	}
+	return rep, nil
+}
+
+// lcppScore evaluates every window of base and adds its scored positions
+// to stats, one chunk row per window.
+func lcppScore(ctx context.Context, m *model.Model, base *eval.LCPPBase, bos int, stats *eval.LCPPStats,
+	progress func(done, total int64)) error {
+	first, scored := eval.LCPPScored(base.NCtx)
+	st := m.NewState()
+	var win eval.LCPPBaseWindow
+	var window []int
+	pos := make([]eval.LCPPPosition, scored)
+	for i := range base.NChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := base.ReadWindow(i, &win); err != nil {
+			return err
+		}
+		window = eval.LCPPWindow(window, base.Tokens, base.NCtx, i, bos)
+		lg := lcppForward(m, st, window)
+		next := base.Tokens[i*base.NCtx+first+1:]
+		tensor.Parallel(scored, func(lo, hi int) {
+			for j := lo; j < hi; j++ {
+				codes, scale, mlp := win.Row(j)
+				pos[j] = eval.LCPPScore(lg.Row(first+j), codes, scale, mlp, next[j])
+			}
+		})
+		for _, p := range pos {
+			stats.Add(p)
+		}
+		stats.EndChunk()
+		if progress != nil {
+			progress(int64(i+1), int64(base.NChunk))
+		}
+	}
+	return nil
+}
+
+// lcppForward evaluates one window from an empty state.
+func lcppForward(m *model.Model, st *model.State, window []int) *tensor.Matrix {
+	st.Reset()
+	return m.Forward(st, window)
+}
+
+// lcppBOS returns the id llama.cpp would put first in the text and in each
+// window, or −1 for none. llama.cpp adds a BOS when its vocabulary's
+// tokenizer.ggml.add_bos_token is true; convert_hf_to_gguf.py copies that
+// flag from tokenizer_config.json's "add_bos_token", so forge reads the same
+// field: true means the tokenizer's BOS (tokenizer.BOS) is added, and a
+// missing BOS is then an error; false or absent means none. Qwen tokenizers
+// (forge-tiny included) say false and have no BOS token.
+func lcppBOS(dir string, tok *tokenizer.Tokenizer) (int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("tokenizer %s: %w", dir, err)
+	}
+	var cfg struct {
+		AddBOS *bool `json:"add_bos_token"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return 0, fmt.Errorf("tokenizer %s: tokenizer_config.json: %w", dir, err)
+	}
+	if cfg.AddBOS == nil || !*cfg.AddBOS {
+		return -1, nil
+	}
+	id, ok := tok.BOS()
+	if !ok {
+		return 0, fmt.Errorf("tokenizer %s: tokenizer_config.json sets add_bos_token but names no BOS token", dir)
+	}
+	return id, nil
+}
+
+func bosText(id int) string {
+	if id < 0 {
+		return "no BOS"
+	}
+	return "BOS " + strconv.Itoa(id)
+}
+
+// lcppMeta is a forge base's provenance: the model and its fingerprint, the
+// data file and its SHA-256, the token count, and how many special tokens
+// the tokenizer recognized in the text (llama.cpp's perplexity does not
+// parse special tokens written in the text, so a nonzero count means its
+// tokenization of the same file differs).
+func lcppMeta(cfg LCPPTraceConfig, src source, tok *tokenizer.Tokenizer, tokens []int, text []byte) (map[string]string, error) {
+	fp, err := sourceFingerprint(cfg.Model, src)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: fingerprint: %w", cfg.Model, err)
+	}
+	sum := sha256.Sum256(text)
+	special := 0
+	for _, t := range tokens {
+		if tok.IsSpecial(t) {
+			special++
+		}
+	}
+	return map[string]string{"model": cfg.Model, "model_fingerprint": fp, "data": cfg.Data,
+		"data_sha256": hex.EncodeToString(sum[:]), "n_tokens_used": strconv.Itoa(len(tokens)),
+		"special_tokens_in_text": strconv.Itoa(special), "forge_version": Version}, nil
+}
+
+// sourceFingerprint identifies a model: a checkpoint's Fingerprint, or the
+// SHA-256 of a bundle's manifest (which holds every shard's hash).
+func sourceFingerprint(dir string, src source) (string, error) {
+	switch s := src.(type) {
+	case *checkpoint.Checkpoint:
+		return s.Fingerprint()
+	case *bundle.Bundle:
+		data, err := os.ReadFile(filepath.Join(dir, bundle.ManifestName))
+		if err != nil {
+			return "", err
+		}
+		sum := sha256.Sum256(data)
+		return "bundle:" + hex.EncodeToString(sum[:]), nil
+	}
+	return "", nil
+}
