@@ -84,12 +84,12 @@ func TestCompare(t *testing.T) {
 			row = f
 		}
 	}
-	want := []string{"full", "3.25", "MB", "4.125", "2001", fmt.Sprintf("%.4f", aMean), fmt.Sprintf("%.4f", aMedian)}
+	want := []string{"full", "3.10", "MiB", "4.125", "2001", fmt.Sprintf("%.4f", aMean), fmt.Sprintf("%.4f", aMedian)}
 	if len(row) < len(want) || !slices.Equal(row[:len(want)], want) {
 		t.Errorf("row %q, want it to start %q; output:\n%s", row, want, out.String())
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "compare.md"))
-	if err != nil || !strings.Contains(string(md), "| abl\\_mlp | 3.25 MB | 4.125 | 2001 | "+fmt.Sprintf("%.4f", bMean)+" |") {
+	if err != nil || !strings.Contains(string(md), "| abl\\_mlp | 3.10 MiB | 4.125 | 2001 | "+fmt.Sprintf("%.4f", bMean)+" |") {
 		t.Errorf("compare.md (%v):\n%s", err, md)
 	}
 	for _, name := range []string{"kl-cdf", "kl-position", "kl-parts"} {

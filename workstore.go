@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"forge/bundle"
 	"forge/lut"
@@ -175,15 +174,3 @@ func fromLE16(b []byte) []uint16 {
 	}
 	return v
 }
-
-// layerOf returns the layer index of a checkpoint matrix name, −1 for
-// names outside the layers (the head).
-func layerOf(name string) int {
-	var li int
-	if _, err := fmt.Sscanf(name, "layers.%d.", &li); err != nil {
-		return -1
-	}
-	return li
-}
-
-var _ = strconv.Itoa

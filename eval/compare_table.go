@@ -59,22 +59,13 @@ func formatKL(x float64) string {
 	return fmt.Sprintf("%.4f", x)
 }
 
-// formatBytes writes n in decimal units (kB, MB, GB, TB), "–" for 0.
+// formatBytes writes n as the eval report does (humanBytes: binary
+// units), "–" for 0 (not reported).
 func formatBytes(n int64) string {
 	if n <= 0 {
 		return none
 	}
-	if n < 1000 {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, unit := float64(n), ""
-	for _, u := range []string{"kB", "MB", "GB", "TB", "PB"} {
-		v, unit = v/1000, u
-		if v < 1000 {
-			break
-		}
-	}
-	return fmt.Sprintf("%.2f %s", v, unit)
+	return humanBytes(n)
 }
 
 // formatPositive formats x with format, or "–" when x is 0 (not reported).

@@ -182,9 +182,9 @@ func TestSynthKLStatistics(t *testing.T) {
 // independently of the code under test.
 func expectedCells(s synthRun, f map[string]any) []string {
 	kl := func(k string) string { return fmt.Sprintf("%.4f", f[k].(float64)) }
-	size := fmt.Sprintf("%.2f GB", float64(s.bytes)/1e9)
-	if s.bytes < 1e9 {
-		size = fmt.Sprintf("%.2f MB", float64(s.bytes)/1e6)
+	size := fmt.Sprintf("%.2f GiB", float64(s.bytes)/(1<<30))
+	if s.bytes < 1<<30 {
+		size = fmt.Sprintf("%.2f MiB", float64(s.bytes)/(1<<20))
 	}
 	cells := []string{s.name, size, fmt.Sprintf("%.3f", s.bpw), fmt.Sprint(s.n), kl("mean_kl"), kl("median_kl"), kl("p99_kl"),
 		fmt.Sprintf("%.2f", 100*s.top1), fmt.Sprintf("%.4f", s.ppl), "7.2500"}
@@ -432,7 +432,7 @@ func TestFormatKL(t *testing.T) {
 	for _, c := range []struct {
 		in   int64
 		want string
-	}{{0, "–"}, {999, "999 B"}, {1000, "1.00 kB"}, {15_400_000_000, "15.40 GB"}} {
+	}{{0, "–"}, {999, "999 B"}, {1536, "1.5 KiB"}, {15_400_000_000, "14.34 GiB"}} {
 		if got := formatBytes(c.in); got != c.want {
 			t.Errorf("formatBytes(%d) = %q, want %q", c.in, got, c.want)
 		}
