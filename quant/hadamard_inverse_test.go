@@ -7,30 +7,6 @@ import (
 	"forge/tensor"
 )
 
-// hadamardTransposeRef is RotateTranspose's reference twin: x·Mᵀ with each
-// block M_b = D_b·H_n/√n built explicitly in float64 from the definitions,
-// (x·Mᵀ)[b+k] = Σ_i x[b+i]·M_b[k][i].
-func hadamardTransposeRef(width int, seed uint64, x *tensor.Matrix) [][]float64 {
-	n := HadamardBlock(width)
-	hn, d := sylvester(n), hadamardSigns(width, seed)
-	inv := 1 / math.Sqrt(float64(n))
-	y := make([][]float64, x.Rows)
-	for t := range y {
-		y[t] = make([]float64, width)
-		row := x.Row(t)
-		for b := 0; b < width; b += n {
-			for k := range n {
-				var s float64
-				for i := range n {
-					s += float64(row[b+i]) * d[b+k] * hn[k][i] * inv
-				}
-				y[t][b+k] = s
-			}
-		}
-	}
-	return y
-}
-
 // TestDequantRotateTranspose (named for forge dequantize, its user)
 // compares RotateTranspose with the explicit x·Mᵀ, for block widths 1
 // (odd width), 2, 4, 8 (odd log₂n: a final radix-2 stage), 64 and 1024
@@ -56,7 +32,7 @@ func TestDequantRotateTranspose(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := NewHadamard(c.width, c.seed)
 			x := hdNormal(c.rows, c.width, c.seed+100)
-			want := hadamardTransposeRef(c.width, c.seed, x)
+			want := hadamardRefT(c.width, c.seed, x, true)
 			got := tensor.New(c.rows, c.width)
 			h.RotateTranspose(got, x)
 			inPlace := tensor.New(c.rows, c.width)

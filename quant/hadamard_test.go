@@ -56,6 +56,12 @@ func hadamardSigns(width int, seed uint64) []float64 {
 // M_b = D_b·H_n/√n explicitly in float64 from the definitions and returns
 // x·M [T][width].
 func hadamardRef(width int, seed uint64, x *tensor.Matrix) [][]float64 {
+	return hadamardRefT(width, seed, x, false)
+}
+
+// hadamardRefT is hadamardRef, or with transpose x·Mᵀ (M_b[k][i] in place
+// of M_b[i][k]): the reference twin of RotateTranspose as well.
+func hadamardRefT(width int, seed uint64, x *tensor.Matrix, transpose bool) [][]float64 {
 	n := HadamardBlock(width)
 	hn, d := sylvester(n), hadamardSigns(width, seed)
 	inv := 1 / math.Sqrt(float64(n))
@@ -67,7 +73,11 @@ func hadamardRef(width int, seed uint64, x *tensor.Matrix) [][]float64 {
 			for k := range n { // y[b+k] = Σ_i x[b+i]·M_b[i][k], M_b[i][k] = d[b+i]·H[i][k]/√n
 				var s float64
 				for i := range n {
-					s += float64(row[b+i]) * d[b+i] * hn[i][k] * inv
+					if transpose {
+						s += float64(row[b+i]) * d[b+k] * hn[k][i] * inv
+					} else {
+						s += float64(row[b+i]) * d[b+i] * hn[i][k] * inv
+					}
 				}
 				y[t][b+k] = s
 			}
