@@ -7,9 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"forge/eval"
 	"forge/internal/durable"
+	"forge/internal/outpath"
 )
 
 // CompareConfig configures Compare.
@@ -25,7 +27,9 @@ type CompareConfig struct {
 	// Parts asks for the ablation chart: an error when no report carries
 	// parts or layers. Without it the chart is drawn whenever one does.
 	Parts bool
-	Out   io.Writer // the table, warnings, notes and files written; nil discards
+	// Overwrite replaces compare.md and plots that forge wrote earlier.
+	Overwrite bool
+	Out       io.Writer // the table, warnings, notes and files written; nil discards
 }
 
 // Compare lays evaluation reports side by side: it prints a table per KL
@@ -55,13 +59,17 @@ func Compare(ctx context.Context, cfg CompareConfig) (*eval.Comparison, error) {
 		dir = filepath.Dir(cfg.Reports[0])
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("compare: --out-dir: %w", err)
+		return nil, fmt.Errorf("compare: output directory: %w", err)
+	}
+	mdPath := filepath.Join(dir, "compare.md")
+	if err := checkOutputs(cfg.Overwrite, append(slices.Clone(cfg.Reports), cfg.KL...), compareTargets(c, dir, mdPath)...); err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
 	}
 	var md bytes.Buffer
+	md.WriteString(outpath.MarkdownHeader)
 	if err := c.WriteMarkdown(&md); err != nil {
 		return nil, err
 	}
-	mdPath := filepath.Join(dir, "compare.md")
 	if err := durable.WriteFile(mdPath, md.Bytes()); err != nil {
 		return nil, fmt.Errorf("compare: %s: %w", mdPath, err)
 	}
@@ -81,6 +89,24 @@ func Compare(ctx context.Context, cfg CompareConfig) (*eval.Comparison, error) {
 		fmt.Fprintf(out, "wrote %s\n", f)
 	}
 	return c, nil
+}
+
+// compareTargets lists every file Compare may write into dir: compare.md
+// and each plot's PNG and SVG (eval.Comparison.Plot names them, with a
+// -gN suffix per definition group when there are several).
+func compareTargets(c *eval.Comparison, dir, md string) []outpath.Target {
+	ts := []outpath.Target{{Path: md, Owned: outpath.ForgeMarkdown}}
+	for i := range c.Groups {
+		suffix := ""
+		if len(c.Groups) > 1 {
+			suffix = fmt.Sprintf("-g%d", i+1)
+		}
+		for _, name := range []string{"kl-cdf", "kl-position", "kl-parts"} {
+			p := filepath.Join(dir, name+suffix)
+			ts = append(ts, outpath.Target{Path: p + ".png", Owned: outpath.PNG}, outpath.Target{Path: p + ".svg", Owned: outpath.SVG})
+		}
+	}
+	return ts
 }
 
 // hasAblation reports whether any run of c quantized only some parts or layers.

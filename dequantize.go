@@ -16,6 +16,7 @@ import (
 	"forge/bundle"
 	"forge/checkpoint"
 	"forge/internal/durable"
+	"forge/internal/outpath"
 	"forge/model"
 	"forge/quant"
 	"forge/safetensors"
@@ -98,10 +99,10 @@ func Dequantize(ctx context.Context, cfg DequantizeConfig) error {
 	defer d.closeFiles()
 	out := filepath.Clean(cfg.Out)
 	tmp := out + ".partial"
-	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("dequantize: removing an interrupted output: %w", err)
+	if err := outpath.RemoveDir(tmp, "partial"); err != nil {
+		return fmt.Errorf("dequantize: an interrupted output: %w", err)
 	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
+	if err := outpath.MakeDir(tmp, "partial", Version); err != nil {
 		return fmt.Errorf("dequantize: %w", err)
 	}
 	done := false
@@ -113,7 +114,7 @@ func Dequantize(ctx context.Context, cfg DequantizeConfig) error {
 	if err := d.write(ctx, tmp); err != nil {
 		return fmt.Errorf("dequantize %s → %s: %w", cfg.Bundle, out, err)
 	}
-	if err := publishDir(tmp, out, cfg.Overwrite); err != nil {
+	if err := publishDir(tmp, out); err != nil {
 		return fmt.Errorf("dequantize: %w", err)
 	}
 	done = true
@@ -153,13 +154,12 @@ func checkDequantPaths(cfg DequantizeConfig) error {
 		}
 		return fmt.Errorf("dequantize: %s has no %s: not a forge bundle, or an export that did not finish", cfg.Bundle, bundle.ManifestName)
 	}
-	ab, err1 := filepath.Abs(cfg.Bundle)
-	ao, err2 := filepath.Abs(cfg.Out)
-	if err1 == nil && err2 == nil && ab == ao {
-		return fmt.Errorf("dequantize: --out %s is the bundle itself", cfg.Out)
+	out := filepath.Clean(cfg.Out)
+	if err := outpath.Disjoint([]string{out + ".partial"}, []string{cfg.Bundle}); err != nil {
+		return fmt.Errorf("dequantize: %w", err)
 	}
-	if _, err := os.Stat(cfg.Out); err == nil && !cfg.Overwrite {
-		return fmt.Errorf("dequantize: %s already exists (remove it or pass --overwrite)", cfg.Out)
+	if err := checkOutputs(cfg.Overwrite, []string{cfg.Bundle}, outpath.Target{Path: out, Dir: true}); err != nil {
+		return fmt.Errorf("dequantize: %w", err)
 	}
 	return nil
 }
@@ -450,19 +450,11 @@ func (d *dequantizer) writeRaw(w *safetensors.Writer, t outTensor) error {
 	return nil
 }
 
-// publishDir renames the finished dir tmp to out (replacing out when
-// overwrite), durably.
-func publishDir(tmp, out string, overwrite bool) error {
-	if err := durable.SyncDir(tmp); err != nil {
+// publishDir seals the finished checkpoint tmp as forge's and renames it to
+// out (replacing an out that checkDequantPaths accepted), durably.
+func publishDir(tmp, out string) error {
+	if err := outpath.Seal(tmp, "checkpoint", Version); err != nil {
 		return err
 	}
-	if overwrite {
-		if err := os.RemoveAll(out); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return err
-	}
-	return durable.SyncDir(filepath.Dir(out))
+	return outpath.ReplaceDir(tmp, out)
 }

@@ -319,7 +319,8 @@ func TestDequantizeRefusals(t *testing.T) {
 		{"a checkpoint", forge.DequantizeConfig{Bundle: tinyDir, Out: filepath.Join(dir, "o2")}, "not a forge bundle"},
 		{"empty dir", forge.DequantizeConfig{Bundle: existing, Out: filepath.Join(dir, "o3")}, "forge.json"},
 		{"bad dtype", forge.DequantizeConfig{Bundle: b, Out: filepath.Join(dir, "o4"), DType: "f8"}, "f8"},
-		{"output is the bundle", forge.DequantizeConfig{Bundle: b, Out: b, Overwrite: true}, "bundle itself"},
+		{"output is the bundle", forge.DequantizeConfig{Bundle: b, Out: b, Overwrite: true}, "is the input"},
+		{"a directory of the user's", forge.DequantizeConfig{Bundle: b, Out: existing, Overwrite: true}, "forge did not write (keep)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -337,14 +338,17 @@ func TestDequantizeRefusals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(existing, "keep")); err != nil {
 		t.Error("the existing output was touched")
 	}
-	// --overwrite replaces it.
-	if err := forge.Dequantize(context.Background(), forge.DequantizeConfig{Bundle: b, Out: existing, Overwrite: true}); err != nil {
-		t.Fatal(err)
+	// Overwrite replaces forge's own checkpoint, not the user's directory.
+	own := filepath.Join(dir, "own")
+	for range 2 {
+		if err := forge.Dequantize(context.Background(), forge.DequantizeConfig{Bundle: b, Out: own, Overwrite: true}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(existing, "keep")); !os.IsNotExist(err) {
-		t.Error("--overwrite kept the old contents")
+	if _, err := os.Stat(filepath.Join(existing, "keep")); err != nil {
+		t.Error("the user's directory was touched")
 	}
-	if _, err := checkpoint.Open(existing); err != nil {
+	if _, err := checkpoint.Open(own); err != nil {
 		t.Error(err)
 	}
 }

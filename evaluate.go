@@ -2,7 +2,6 @@ package forge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"forge/checkpoint"
 	"forge/eval"
 	"forge/internal/durable"
+	"forge/internal/outpath"
 	"forge/model"
 )
 
@@ -27,6 +27,7 @@ type EvalConfig struct {
 	// "5", "" = all) taken from Model (the seed's PARTS / QLAYERS).
 	Reference     string
 	Parts, Layers string
+	Overwrite     bool // replace existing output files that forge wrote
 	// Progress, if set, is called with tokens done and total.
 	Progress func(done, total int64)
 	// Log, if set, receives warnings (a candidate made from another
@@ -43,6 +44,12 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (*eval.Report, error) {
 		if _, err := ParseAblation(cfg.Parts, cfg.Layers); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkOutputs(cfg.Overwrite, []string{cfg.Trace, cfg.Model, cfg.Reference},
+		outpath.Target{Path: cfg.JSON, Owned: outpath.ForgeJSON},
+		outpath.Target{Path: cfg.KLOut, Owned: outpath.NPY},
+		outpath.Target{Path: cfg.Markdown, Owned: outpath.ForgeMarkdown}); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
 	}
 	tr, err := eval.OpenTrace(cfg.Trace)
 	if err != nil {
@@ -148,19 +155,20 @@ func writeReport(cfg EvalConfig, rep *eval.Report) error {
 		}
 	}
 	if cfg.JSON != "" {
-		raw, err := json.MarshalIndent(rep, "", "  ")
+		raw, err := versionedJSON(rep)
 		if err != nil {
 			return err
 		}
-		if err := durable.WriteFile(cfg.JSON, append(raw, '\n')); err != nil {
-			return fmt.Errorf("--json %s: %w", cfg.JSON, err)
+		if err := durable.WriteFile(cfg.JSON, raw); err != nil {
+			return fmt.Errorf("eval: JSON report %s: %w", cfg.JSON, err)
 		}
 	}
 	if cfg.Markdown != "" {
 		var b strings.Builder
+		b.WriteString(outpath.MarkdownHeader)
 		rep.WriteMarkdown(&b)
 		if err := durable.WriteFile(cfg.Markdown, []byte(b.String())); err != nil {
-			return fmt.Errorf("--markdown %s: %w", cfg.Markdown, err)
+			return fmt.Errorf("eval: Markdown report %s: %w", cfg.Markdown, err)
 		}
 	}
 	return nil

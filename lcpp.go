@@ -16,7 +16,9 @@ import (
 	"forge/bundle"
 	"forge/checkpoint"
 	"forge/eval"
+	"forge/internal/budget"
 	"forge/internal/durable"
+	"forge/internal/outpath"
 	"forge/model"
 	"forge/tensor"
 	"forge/tokenizer"
@@ -31,8 +33,9 @@ type LCPPTraceConfig struct {
 	// LlamaCpp writes llama.cpp's own --kl-divergence-base binary layout
 	// (which llama-perplexity --kl-divergence can read) instead of forge's
 	// safetensors layout with provenance.
-	LlamaCpp bool
-	Progress func(done, total int64) // windows done of total
+	LlamaCpp  bool
+	Overwrite bool                    // replace an existing base that forge wrote
+	Progress  func(done, total int64) // windows done of total
 }
 
 // LCPPEvalConfig configures EvalLCPP.
@@ -42,6 +45,8 @@ type LCPPEvalConfig struct {
 	Ctx   int    // if not 0, the window length the base must have
 	Out   io.Writer
 	JSON  string // if set, the report is also written there as JSON
+	// Overwrite replaces an existing JSON report that forge wrote.
+	Overwrite bool
 	// Progress is called with windows done of total.
 	Progress func(done, total int64)
 }
@@ -58,6 +63,10 @@ func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
 	nCtx := cfg.Ctx
 	if nCtx == 0 {
 		nCtx = eval.LCPPDefaultCtx
+	}
+	if err := checkOutputs(cfg.Overwrite, []string{cfg.Model, cfg.Data}, outpath.Target{Path: cfg.Out,
+		Owned: func(p string) bool { return outpath.ForgeSafetensors(p) || outpath.LlamaCppBase(p) }}); err != nil {
+		return fmt.Errorf("lcpp trace: %w", err)
 	}
 	text, err := os.ReadFile(cfg.Data)
 	if err != nil {
@@ -114,7 +123,10 @@ func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
 			return err
 		}
 		window = eval.LCPPWindow(window, tokens, nCtx, i, bos)
-		lg := lcppForward(m, st, window)
+		lg, err := lcppForward(ctx, m, st, window)
+		if err != nil {
+			return fmt.Errorf("lcpp trace: window %d: %w", i, err)
+		}
 		tensor.Parallel(scored, func(lo, hi int) {
 			for j := lo; j < hi; j++ {
 				win.Compress(j, lg.Row(first+j))
@@ -141,6 +153,9 @@ func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
 // The report is printed to cfg.Out as llama.cpp prints it and, with
 // cfg.JSON, written there as JSON.
 func EvalLCPP(ctx context.Context, cfg LCPPEvalConfig) (*eval.LCPPReport, error) {
+	if err := checkOutputs(cfg.Overwrite, []string{cfg.Trace, cfg.Model}, outpath.Target{Path: cfg.JSON, Owned: outpath.ForgeJSON}); err != nil {
+		return nil, fmt.Errorf("lcpp eval: %w", err)
+	}
 	base, err := eval.OpenLCPPBase(cfg.Trace)
 	if err != nil {
 		return nil, err
@@ -183,7 +198,7 @@ func EvalLCPP(ctx context.Context, cfg LCPPEvalConfig) (*eval.LCPPReport, error)
 		}
 	}
 	if cfg.JSON != "" {
-		data, err := rep.JSON()
+		data, err := versionedJSON(rep)
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +226,10 @@ func lcppScore(ctx context.Context, m *model.Model, base *eval.LCPPBase, bos int
 			return err
 		}
 		window = eval.LCPPWindow(window, base.Tokens, base.NCtx, i, bos)
-		lg := lcppForward(m, st, window)
+		lg, err := lcppForward(ctx, m, st, window)
+		if err != nil {
+			return fmt.Errorf("lcpp eval: window %d: %w", i, err)
+		}
 		next := base.Tokens[i*base.NCtx+first+1:]
 		tensor.Parallel(scored, func(lo, hi int) {
 			for j := lo; j < hi; j++ {
@@ -230,10 +248,15 @@ func lcppScore(ctx context.Context, m *model.Model, base *eval.LCPPBase, bos int
 	return nil
 }
 
-// lcppForward evaluates one window from an empty state.
-func lcppForward(m *model.Model, st *model.State, window []int) *tensor.Matrix {
+// lcppForward evaluates one window from an empty state in one call.
+func lcppForward(ctx context.Context, m *model.Model, st *model.State, window []int) (*tensor.Matrix, error) {
 	st.Reset()
-	return m.Forward(st, window)
+	var out *tensor.Matrix
+	err := m.Prefill(ctx, st, window, len(window), func(_ int, lg *tensor.Matrix) error {
+		out = lg
+		return nil
+	})
+	return out, err
 }
 
 // lcppBOS returns the id llama.cpp would put first in the text and in each
@@ -244,7 +267,7 @@ func lcppForward(m *model.Model, st *model.State, window []int) *tensor.Matrix {
 // missing BOS is then an error; false or absent means none. Qwen tokenizers
 // (forge-tiny included) say false and have no BOS token.
 func lcppBOS(dir string, tok *tokenizer.Tokenizer) (int, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	data, err := budget.ReadFile(filepath.Join(dir, "tokenizer_config.json"), budget.MaxConfigFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return -1, nil
 	}

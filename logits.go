@@ -8,20 +8,24 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"time"
 
-	"forge/model"
+	"forge/internal/budget"
+	"forge/internal/outpath"
 	"forge/safetensors"
+	"forge/tensor"
 )
 
 // LogitsConfig configures Logits.
 type LogitsConfig struct {
-	Model  string // checkpoint or bundle directory
-	Tokens string // JSON file: a list of token ids, or a list of such lists
-	Out    string // output .safetensors
-	Decode bool   // one token at a time (recurrent form) instead of one prefill
+	Model     string // checkpoint or bundle directory
+	Tokens    string // JSON file: a list of token ids, or a list of such lists
+	Out       string // output .safetensors
+	Decode    bool   // one token at a time (recurrent form) instead of chunked prefill
+	Overwrite bool   // replace an existing output that forge wrote
+	// Progress, if set, is called as tokens are done with tokens done and total.
+	Progress func(done, total int64)
 }
 
 // LogitsReport says what Logits computed, per sequence.
@@ -43,9 +47,18 @@ type SequenceReport struct {
 // Logits runs the model over each token sequence from an empty state and
 // writes F32 logits [T, vocab] and the I32 tokens [T] to cfg.Out: named
 // logits/tokens for a single list, logits_i/tokens_i for a list of lists.
-// The file is streamed one sequence at a time and renamed into place only
-// when complete.
+// Sequences run in calls of model.DefaultChunk tokens (one token per call
+// with Decode), whose logits are streamed to the file as they come, so
+// memory stays one chunk's logits whatever the length; the file is renamed
+// into place only when complete. Everything is checked before the first
+// token runs: the output (no input overwritten, nothing replaced but a
+// forge output with Overwrite), token ids, the context length and the free
+// disk space.
 func Logits(ctx context.Context, cfg LogitsConfig) (*LogitsReport, error) {
+	if err := checkOutputs(cfg.Overwrite, []string{cfg.Model, cfg.Tokens},
+		outpath.Target{Path: cfg.Out, Owned: outpath.ForgeSafetensors}); err != nil {
+		return nil, fmt.Errorf("logits: %w", err)
+	}
 	seqs, nested, err := ReadTokens(cfg.Tokens)
 	if err != nil {
 		return nil, err
@@ -55,14 +68,13 @@ func Logits(ctx context.Context, cfg LogitsConfig) (*LogitsReport, error) {
 		return nil, err
 	}
 	defer src.Close()
+	vocab := m.Config().Vocab
+	var infos []safetensors.TensorInfo
+	var total, bytes int64
 	for i, s := range seqs {
 		if err := m.CheckTokens(s); err != nil {
 			return nil, fmt.Errorf("%s: sequence %d: %w", cfg.Tokens, i, err)
 		}
-	}
-	vocab := m.Config().Vocab
-	var infos []safetensors.TensorInfo
-	for i, s := range seqs {
 		sfx := ""
 		if nested {
 			sfx = "_" + strconv.Itoa(i)
@@ -70,10 +82,15 @@ func Logits(ctx context.Context, cfg LogitsConfig) (*LogitsReport, error) {
 		infos = append(infos,
 			safetensors.TensorInfo{Name: "logits" + sfx, DType: safetensors.F32, Shape: []int{len(s), vocab}},
 			safetensors.TensorInfo{Name: "tokens" + sfx, DType: safetensors.I32, Shape: []int{len(s)}})
+		total += int64(len(s))
+		bytes += int64(len(s)) * int64(vocab+1) * 4
 	}
-	mode := "prefill"
+	if err := budget.Disk(cfg.Out, "logits", bytes); err != nil {
+		return nil, err
+	}
+	mode, chunk := "prefill", 0
 	if cfg.Decode {
-		mode = "decode"
+		mode, chunk = "decode", 1
 	}
 	w, err := safetensors.Create(cfg.Out, infos, map[string]string{"forge_version": Version, "model": cfg.Model, "mode": mode})
 	if err != nil {
@@ -82,15 +99,25 @@ func Logits(ctx context.Context, cfg LogitsConfig) (*LogitsReport, error) {
 	defer w.Abort()
 	rep := &LogitsReport{Out: cfg.Out, Vocab: vocab, Mode: mode}
 	st := m.NewState()
+	var done int64
 	for i, s := range seqs {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		st.Reset()
 		start := time.Now()
-		last, err := runSequence(m, st, s, cfg.Decode, w, infos[2*i].Name)
+		var last []float32
+		var buf []byte
+		err := m.Prefill(ctx, st, s, chunk, func(_ int, lg *tensor.Matrix) error {
+			buf = appendF32(buf[:0], lg.Data[:lg.Rows*lg.Cols])
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			last = append(last[:0], lg.Row(lg.Rows-1)...)
+			if done += int64(lg.Rows); cfg.Progress != nil {
+				cfg.Progress(done, total)
+			}
+			return nil
+		})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("logits: sequence %d: %w", i, err)
 		}
 		sr := SequenceReport{Tokens: len(s), Seconds: time.Since(start).Seconds()}
 		sr.NextID, sr.NextP = argmaxProb(last)
@@ -117,36 +144,12 @@ func argmaxProb(logits []float32) (int, float64) {
 	return best, 1 / z
 }
 
-// runSequence computes one sequence's logits, streams them row by row and
-// returns a copy of the last row.
-func runSequence(m *model.Model, st *model.State, toks []int, decode bool, w *safetensors.Writer, name string) ([]float32, error) {
-	var buf []byte
-	emit := func(row []float32) error {
-		buf = buf[:0]
-		for _, v := range row {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
-		}
-		_, err := w.Write(buf)
-		return err
+// appendF32 appends v as little-endian float32 bytes.
+func appendF32(b []byte, v []float32) []byte {
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
 	}
-	if !decode {
-		lg := m.Forward(st, toks)
-		for t := range lg.Rows {
-			if err := emit(lg.Row(t)); err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-		}
-		return slices.Clone(lg.Row(lg.Rows - 1)), nil
-	}
-	var last []float32
-	for _, tok := range toks {
-		lg := m.Forward(st, []int{tok})
-		if err := emit(lg.Row(0)); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		last = lg.Row(0)
-	}
-	return slices.Clone(last), nil
+	return b
 }
 
 func int32Bytes(s []int) []byte {

@@ -9,6 +9,7 @@ import (
 
 	"forge/calib"
 	"forge/model"
+	"forge/tensor"
 	"forge/tokenizer"
 )
 
@@ -64,7 +65,7 @@ func PPL(ctx context.Context, cfg PPLConfig) (*PPLReport, error) {
 		cfg.Ctx = PPLDefaultCtx
 	}
 	if cfg.Ctx < 2 {
-		return nil, fmt.Errorf("ppl: --ctx %d: a window needs at least 2 tokens (one to predict from, one to score)", cfg.Ctx)
+		return nil, fmt.Errorf("ppl: windows of %d tokens: a window needs at least 2 (one to predict from, one to score)", cfg.Ctx)
 	}
 	rows, err := pplRows(cfg)
 	if err != nil {
@@ -85,11 +86,12 @@ func PPL(ctx context.Context, cfg PPLConfig) (*PPLReport, error) {
 	st := m.NewState()
 	var sum float64
 	for i, r := range rows {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		st.Reset()
-		sum += windowNLL(m, st, r)
+		nll, err := windowNLL(ctx, m, st, r)
+		if err != nil {
+			return nil, fmt.Errorf("ppl: %s: window %d: %w", cfg.Data, i, err)
+		}
+		sum += nll
 		rep.Scored += len(r) - 1
 		if cfg.Progress != nil {
 			cfg.Progress(int64(i+1), int64(len(rows)))
@@ -108,7 +110,7 @@ func PPL(ctx context.Context, cfg PPLConfig) (*PPLReport, error) {
 func pplRows(cfg PPLConfig) ([][]int, error) {
 	sp, err := calib.ParseSpec(cfg.Data)
 	if err != nil {
-		return nil, fmt.Errorf("ppl: --data: %w", err)
+		return nil, fmt.Errorf("ppl: data: %w", err)
 	}
 	tok, err := tokenizer.Load(cfg.Model)
 	if err != nil {
@@ -117,7 +119,7 @@ func pplRows(cfg PPLConfig) ([][]int, error) {
 	set, err := calib.Load([]calib.Spec{sp}, tok, calib.Options{Seq: cfg.Ctx, Seed: cfg.Seed})
 	if err != nil {
 		if errors.Is(err, calib.ErrTooFewRows) {
-			return nil, fmt.Errorf("ppl: %w (the text is too short for one window of --ctx %d tokens)", err, cfg.Ctx)
+			return nil, fmt.Errorf("ppl: %w (the text is too short for one window of %d tokens)", err, cfg.Ctx)
 		}
 		return nil, fmt.Errorf("ppl: %w", err)
 	}
@@ -129,17 +131,16 @@ func pplRows(cfg PPLConfig) ([][]int, error) {
 // go unused) so that the logits are those of one prefill of the window;
 // windows whose logits would pass pplChunkFloats are fed in chunks, the
 // state carried over, which changes only the float rounding.
-func windowNLL(m *model.Model, st *model.State, toks []int) float64 {
-	chunk := max(1, pplChunkFloats/m.Config().Vocab)
+func windowNLL(ctx context.Context, m *model.Model, st *model.State, toks []int) (float64, error) {
+	chunk := max(1, min(pplChunkFloats/m.Config().Vocab, model.DefaultChunk))
 	var sum float64
-	for lo := 0; lo < len(toks); lo += chunk {
-		hi := min(lo+chunk, len(toks))
-		lg := m.Forward(st, toks[lo:hi])
-		for t := lo; t < hi && t+1 < len(toks); t++ {
+	err := m.Prefill(ctx, st, toks, chunk, func(lo int, lg *tensor.Matrix) error {
+		for t := lo; t < lo+lg.Rows && t+1 < len(toks); t++ {
 			sum += tokenNLL(lg.Row(t-lo), toks[t+1])
 		}
-	}
-	return sum
+		return nil
+	})
+	return sum, err
 }
 
 // tokenNLL returns −log softmax(z)[y] = logsumexp(z) − z[y], in float64 with

@@ -96,7 +96,7 @@ func TestPPLErrors(t *testing.T) {
 		is   error
 	}{
 		{"too short", forge.PPLConfig{Model: tinyDir, Data: short, Ctx: 64}, "too short", calib.ErrTooFewRows},
-		{"ctx 1", forge.PPLConfig{Model: tinyDir, Data: pplData, Ctx: 1}, "--ctx 1", nil},
+		{"ctx 1", forge.PPLConfig{Model: tinyDir, Data: pplData, Ctx: 1}, "windows of 1 tokens", nil},
 		{"missing file", forge.PPLConfig{Model: tinyDir, Data: filepath.Join(dir, "none.txt")}, "none.txt", nil},
 		{"bad extension", forge.PPLConfig{Model: tinyDir, Data: filepath.Join(dir, "data.csv")}, "data.csv", nil},
 	}

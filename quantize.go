@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"forge/bundle"
 	"forge/calib"
 	"forge/checkpoint"
+	"forge/internal/budget"
+	"forge/internal/outpath"
 	"forge/model"
 	"forge/plan"
 )
@@ -75,8 +76,8 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(cfg.Out); err == nil && !cfg.Overwrite {
-		return fmt.Errorf("quantize: %s already exists (remove it or pass --overwrite)", cfg.Out)
+	if err := checkQuantizePaths(cfg); err != nil {
+		return err
 	}
 	ck, err := checkpoint.Open(cfg.Model)
 	if err != nil {
@@ -86,6 +87,11 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 	items, specs, err := r.items(ck)
 	if err != nil {
 		return err
+	}
+	if cfg.Log != nil {
+		for _, line := range lowRankCost(items) {
+			cfg.Log(line)
+		}
 	}
 	fp, err := ck.Fingerprint()
 	if err != nil {
@@ -105,19 +111,61 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 	if q.ws, err = openWork(cfg.Out, recipeJSON, cfg.Resume); err != nil {
 		return err
 	}
+	q.ws.Damaged = func(path string) {
+		if cfg.Log != nil {
+			cfg.Log(fmt.Sprintf("resume: %s failed its SHA-256 check (damaged); it is made again", path))
+		}
+	}
 	defer q.ws.close(false)
 	if set != nil {
 		err = q.runCalibrated(ctx, set)
 	} else {
 		err = q.runDirect(ctx)
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		err = q.assemble(items, fp, recipeJSON)
 	}
-	if err := q.assemble(items, fp, recipeJSON); err != nil {
-		return err
+	if err != nil {
+		if q.ws.close(false); q.ws.stored() == 0 {
+			q.ws.close(true) // nothing to resume from
+			return err
+		}
+		return &WorkKeptError{Dir: q.ws.dir, Bytes: q.ws.size(), Err: err}
 	}
 	return q.ws.close(true)
+}
+
+// WorkKeptError is a Quantize failure (or interruption) after matrices
+// were made: they are kept in Dir (Bytes on disk), so that a run with the
+// same settings and Resume continues from them.
+type WorkKeptError struct {
+	Dir   string
+	Bytes int64
+	Err   error
+}
+
+func (e *WorkKeptError) Error() string {
+	return fmt.Sprintf("%v (the finished matrices are kept in %s for resuming)", e.Err, e.Dir)
+}
+
+func (e *WorkKeptError) Unwrap() error { return e.Err }
+
+// checkQuantizePaths refuses an output, work or partial directory that
+// overlaps an input (checkpoint, calibration files, plan), and an
+// existing output that is not a forge bundle or that Overwrite does not
+// allow replacing.
+func checkQuantizePaths(cfg QuantizeConfig) error {
+	inputs := append([]string{cfg.Model, cfg.Plan}, dataPaths(cfg.Calib)...)
+	out := filepath.Clean(cfg.Out)
+	for _, p := range []string{out + ".work", out + ".partial"} {
+		if err := outpath.Disjoint([]string{p}, inputs); err != nil {
+			return fmt.Errorf("quantize: %w", err)
+		}
+	}
+	if err := checkOutputs(cfg.Overwrite, inputs, outpath.Target{Path: out, Dir: true, Owned: bundle.IsBundle}); err != nil {
+		return fmt.Errorf("quantize: %w", err)
+	}
+	return nil
 }
 
 // items declares the bundle's tensors in checkpoint order and the spec of
@@ -143,6 +191,9 @@ func (r *recipe) items(ck *checkpoint.Checkpoint) ([]bundle.Item, map[string]pla
 		if err := s.Format.CheckShape(t.Spec.Shape[0], t.Spec.Shape[1]); err != nil {
 			return nil, nil, fmt.Errorf("quantize: %s cannot hold %s %v: %w", s.Format, t.Spec.Name, t.Spec.Shape, err)
 		}
+		if most := min(t.Spec.Shape[0], t.Spec.Shape[1]); s.Rank > most {
+			return nil, nil, fmt.Errorf("quantize: %s %v: a low-rank correction of rank %d exceeds its smaller side %d", t.Spec.Name, t.Spec.Shape, s.Rank, most)
+		}
 		items[i].Format, items[i].Rank = s.Format, s.Rank
 		specs[t.Spec.Name] = s
 	}
@@ -150,6 +201,35 @@ func (r *recipe) items(ck *checkpoint.Checkpoint) ([]bundle.Item, map[string]pla
 		return nil, nil, fmt.Errorf("quantize: --plan %s: %w", r.cfg.Plan, err)
 	}
 	return items, specs, nil
+}
+
+// lowRankCost says, per part, what the low-rank corrections add to the
+// stored size of its matrices (they can double a mixer at rank 32).
+func lowRankCost(items []bundle.Item) []string {
+	type cost struct{ without, with int64 }
+	by := map[string]*cost{}
+	var parts []string
+	for _, it := range items {
+		if it.Rank == 0 {
+			continue
+		}
+		t, _ := plan.TargetOf(it.Name)
+		c := by[t.Part]
+		if c == nil {
+			c = &cost{}
+			by[t.Part] = c
+			parts = append(parts, t.Part)
+		}
+		c.without += it.Format.Size(it.Shape[0], it.Shape[1], 0).Total()
+		c.with += it.Format.Size(it.Shape[0], it.Shape[1], it.Rank).Total()
+	}
+	var out []string
+	for _, p := range parts {
+		c := by[p]
+		out = append(out, fmt.Sprintf("low-rank correction: %s matrices %s → %s (+%.0f%%)", p,
+			budget.Bytes(c.without), budget.Bytes(c.with), 100*float64(c.with-c.without)/float64(max(c.without, 1))))
+	}
+	return out
 }
 
 // assemble writes the bundle from the work store and the checkpoint.

@@ -102,7 +102,7 @@ func (q *quantizer) runDirect(ctx context.Context) error {
 			}
 			continue
 		}
-		if _, err := q.quantize(name, nil); err != nil {
+		if _, err := q.quantize(ctx, name, nil); err != nil {
 			return err
 		}
 		if p := q.r.cfg.Progress; p != nil {
@@ -165,7 +165,7 @@ func (q *quantizer) runCalibrated(ctx context.Context, set *calib.Set) error {
 			if _, ok := q.specs[name]; !ok {
 				continue
 			}
-			if _, err := q.quantize(name, &st); err != nil {
+			if _, err := q.quantize(ctx, name, &st); err != nil {
 				return nil, err
 			}
 			// The model runs on the stored copy, mapped from OUT.work, so
@@ -233,7 +233,7 @@ func (q *quantizer) seed(name string) uint64 {
 
 // quantize makes one matrix (rotated, quantized, corrected), stores it
 // in the work store and returns it.
-func (q *quantizer) quantize(name string, st *calib.Stats) (*lut.Matrix, error) {
+func (q *quantizer) quantize(ctx context.Context, name string, st *calib.Stats) (*lut.Matrix, error) {
 	s, cfg := q.specs[name], q.r.cfg
 	v, err := q.ck.Vector(name)
 	if err != nil {
@@ -248,7 +248,7 @@ func (q *quantizer) quantize(name string, st *calib.Stats) (*lut.Matrix, error) 
 		rot.Rotate(wr, w)
 		w = wr
 	}
-	opt := quant.Options{Seed: q.seed(name)}
+	opt := quant.Options{Seed: q.seed(name), Context: ctx}
 	var h *quant.Hessian
 	if st != nil {
 		h = st.Train

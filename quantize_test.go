@@ -69,6 +69,7 @@ func TestQuantizeInspectLogits(t *testing.T) {
 // shape, an unknown method, and an existing output are refused.
 func TestQuantizeRefusals(t *testing.T) {
 	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
 	cases := []struct {
 		cfg  forge.QuantizeConfig
 		want string

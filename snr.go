@@ -7,7 +7,9 @@ import (
 	"regexp"
 
 	"forge/checkpoint"
+	"forge/internal/budget"
 	"forge/lut"
+	"forge/model"
 	"forge/quant"
 	"forge/tensor"
 )
@@ -41,7 +43,7 @@ func SNR(ctx context.Context, cfg SNRConfig) ([]SNRResult, error) {
 	for _, s := range cfg.Formats {
 		f, err := lut.ParseFormat(s)
 		if err != nil {
-			return nil, fmt.Errorf("snr: --formats: %w", err)
+			return nil, fmt.Errorf("snr: formats: %w", err)
 		}
 		fs = append(fs, f)
 	}
@@ -77,6 +79,17 @@ func SNR(ctx context.Context, cfg SNRConfig) ([]SNRResult, error) {
 	return out, nil
 }
 
+// snrBudget refuses a matrix whose SNR needs more memory than is
+// available: the float32 weights, their dequantized copy and about one
+// byte per weight of codes and working space (9 bytes per weight).
+func snrBudget(rows, cols int) error {
+	const perWeight = 9
+	if rows > model.MaxMatrix || cols > model.MaxMatrix || int64(rows) > model.MaxMatrix/int64(cols) {
+		return fmt.Errorf("snr: a %dx%d matrix has more than 2^36 weights: %w", rows, cols, budget.ErrTooLarge)
+	}
+	return budget.Memory(fmt.Sprintf("snr of a %dx%d matrix", rows, cols), perWeight*int64(rows)*int64(cols))
+}
+
 func snrOne(name string, w *tensor.Matrix, f lut.Format, seed uint64) (SNRResult, error) {
 	r := SNRResult{Tensor: name, Format: f.String(), Shape: [2]int{w.Rows, w.Cols}}
 	if err := f.CheckShape(w.Rows, w.Cols); err != nil {
@@ -100,7 +113,10 @@ type namedMatrix struct {
 func snrMatrices(cfg SNRConfig) ([]namedMatrix, func(), error) {
 	if cfg.Rows > 0 || cfg.Cols > 0 {
 		if cfg.Rows <= 0 || cfg.Cols <= 0 {
-			return nil, nil, fmt.Errorf("snr: --gaussian needs ROWSxCOLS with both positive")
+			return nil, nil, fmt.Errorf("snr: a Gaussian matrix needs ROWSxCOLS with both positive")
+		}
+		if err := snrBudget(cfg.Rows, cfg.Cols); err != nil {
+			return nil, nil, err
 		}
 		name := fmt.Sprintf("gaussian %dx%d seed %d", cfg.Rows, cfg.Cols, cfg.Seed)
 		return []namedMatrix{{name, func() (*tensor.Matrix, error) {
@@ -116,7 +132,7 @@ func snrMatrices(cfg SNRConfig) ([]namedMatrix, func(), error) {
 	if cfg.Tensors != "" {
 		var err error
 		if re, err = regexp.Compile(cfg.Tensors); err != nil {
-			return nil, nil, fmt.Errorf("snr: --tensors: %w", err)
+			return nil, nil, fmt.Errorf("snr: tensor pattern: %w", err)
 		}
 	}
 	ck, err := checkpoint.Open(cfg.Model)
@@ -130,6 +146,9 @@ func snrMatrices(cfg SNRConfig) ([]namedMatrix, func(), error) {
 		}
 		spec := t.Spec
 		out = append(out, namedMatrix{spec.Name, func() (*tensor.Matrix, error) {
+			if err := snrBudget(spec.Shape[0], spec.Shape[1]); err != nil {
+				return nil, err
+			}
 			v, err := ck.Vector(spec.Name)
 			if err != nil {
 				return nil, err

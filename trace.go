@@ -14,6 +14,7 @@ import (
 	"forge/calib"
 	"forge/checkpoint"
 	"forge/eval"
+	"forge/internal/outpath"
 	"forge/tokenizer"
 )
 
@@ -28,8 +29,9 @@ type TraceConfig struct {
 	Seq   int      // tokens per row (0: DefaultTraceSeq)
 	// TopK > 0 stores the K most likely tokens and the tail mass per
 	// position instead of the full log-softmax (eval.Definition).
-	TopK int
-	Seed uint64 // sampling of ROWS rows out of a file
+	TopK      int
+	Seed      uint64 // sampling of ROWS rows out of a file
+	Overwrite bool   // replace an existing trace that forge wrote
 	// Progress, if set, is called with tokens done and total.
 	Progress func(done, total int64)
 }
@@ -56,7 +58,11 @@ func Trace(ctx context.Context, cfg TraceConfig) (*TraceReport, error) {
 		seq = DefaultTraceSeq
 	}
 	if seq < 2 {
-		return nil, fmt.Errorf("trace: --seq %d: a row needs at least 2 tokens to score one", seq)
+		return nil, fmt.Errorf("trace: rows of %d tokens: a row needs at least 2 tokens to score one", seq)
+	}
+	if err := checkOutputs(cfg.Overwrite, append([]string{cfg.Model}, dataPaths(cfg.Data)...),
+		outpath.Target{Path: cfg.Out, Owned: outpath.ForgeSafetensors}); err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
 	}
 	set, err := loadRows(cfg.Model, cfg.Data, calib.Options{Seq: seq, Seed: cfg.Seed})
 	if err != nil {
@@ -89,13 +95,13 @@ func Trace(ctx context.Context, cfg TraceConfig) (*TraceReport, error) {
 // of the model in dir.
 func loadRows(dir string, data []string, opt calib.Options) (*calib.Set, error) {
 	if len(data) == 0 {
-		return nil, fmt.Errorf("trace: no --data")
+		return nil, fmt.Errorf("trace: no evaluation data")
 	}
 	var specs []calib.Spec
 	for _, s := range data {
 		sp, err := calib.ParseSpec(s)
 		if err != nil {
-			return nil, fmt.Errorf("trace: --data: %w", err)
+			return nil, fmt.Errorf("trace: evaluation data: %w", err)
 		}
 		specs = append(specs, sp)
 	}
@@ -105,7 +111,7 @@ func loadRows(dir string, data []string, opt calib.Options) (*calib.Set, error) 
 	}
 	set, err := calib.Load(specs, tok, opt)
 	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
+		return nil, fmt.Errorf("trace: evaluation data: %w", err)
 	}
 	return set, nil
 }

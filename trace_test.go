@@ -56,7 +56,7 @@ func TestTraceErrors(t *testing.T) {
 		cfg  forge.TraceConfig
 		want string
 	}{
-		{"no data", forge.TraceConfig{Model: evalTiny, Out: out}, "--data"},
+		{"no data", forge.TraceConfig{Model: evalTiny, Out: out}, "no evaluation data"},
 		{"bad spec", forge.TraceConfig{Model: evalTiny, Out: out, Data: []string{"x.txt:0"}}, "x.txt:0"},
 		{"missing file", forge.TraceConfig{Model: evalTiny, Out: out, Data: []string{"none.txt"}}, "none.txt"},
 		{"short rows", forge.TraceConfig{Model: evalTiny, Out: out, Data: []string{evalData}, Seq: 1}, "at least 2"},

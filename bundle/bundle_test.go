@@ -1,8 +1,11 @@
 package bundle
 
 import (
+	"os/exec"
+
 	"errors"
 	"fmt"
+	"forge/internal/outpath"
 	"math"
 	"os"
 	"path/filepath"
@@ -252,8 +255,13 @@ func TestInterrupted(t *testing.T) {
 		})
 	}
 	t.Run("leftover partial directory", func(t *testing.T) {
+		// An export killed before it could clean up (its marker names a
+		// process that is gone) is replaced by the next one.
 		out := filepath.Join(t.TempDir(), "b")
-		os.MkdirAll(out+".partial", 0o755)
+		if err := outpath.MakeDir(out+".partial", partialKind, "test"); err != nil {
+			t.Fatal(err)
+		}
+		outpath.WriteMarker(out+".partial", outpath.Marker{Kind: partialKind, PID: deadPID(t)})
 		os.WriteFile(filepath.Join(out+".partial", "model-00001-of-00003.safetensors"), []byte("junk"), 0o644)
 		if err := export(t, out, lut.LUT4, WriteOptions{ShardSize: 2 << 20}); err != nil {
 			t.Fatal(err)
@@ -267,10 +275,26 @@ func TestInterrupted(t *testing.T) {
 			t.Error("partial directory left behind")
 		}
 	})
+	t.Run("foreign partial directory", func(t *testing.T) {
+		// OUT.partial holding someone else's files is never removed.
+		out := filepath.Join(t.TempDir(), "b")
+		os.MkdirAll(out+".partial", 0o755)
+		os.WriteFile(filepath.Join(out+".partial", "thesis.tex"), []byte("mine"), 0o644)
+		err := export(t, out, lut.LUT4, WriteOptions{ShardSize: 2 << 20, Overwrite: true})
+		if !errors.Is(err, outpath.ErrNotOwned) || !strings.Contains(err.Error(), "thesis.tex") {
+			t.Errorf("err = %v, want a refusal naming thesis.tex", err)
+		}
+		if b, err := os.ReadFile(filepath.Join(out+".partial", "thesis.tex")); err != nil || string(b) != "mine" {
+			t.Error("the foreign file was touched")
+		}
+	})
 	t.Run("existing output", func(t *testing.T) {
 		out := t.TempDir()
-		if err := export(t, out, lut.LUT4, WriteOptions{}); err == nil || !strings.Contains(err.Error(), "already exists") {
-			t.Errorf("err = %v", err)
+		if err := export(t, out, lut.LUT4, WriteOptions{}); err != nil {
+			t.Fatalf("an empty directory was refused: %v", err)
+		}
+		if err := export(t, out, lut.LUT4, WriteOptions{}); !errors.Is(err, outpath.ErrExists) {
+			t.Errorf("err = %v, want ErrExists", err)
 		}
 		if err := export(t, out, lut.LUT4, WriteOptions{Overwrite: true}); err != nil {
 			t.Fatal(err)
@@ -280,7 +304,21 @@ func TestInterrupted(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Close()
+		os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644)
+		if err := export(t, out, lut.LUT4, WriteOptions{Overwrite: true}); !errors.Is(err, outpath.ErrNotOwned) {
+			t.Errorf("a bundle with a foreign file was replaced: %v", err)
+		}
 	})
+}
+
+// deadPID returns the pid of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
 }
 
 func assertAbsent(t *testing.T, path string) {

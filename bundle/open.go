@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"forge/checkpoint"
+	"forge/internal/budget"
 	"forge/lut"
 	"forge/model"
 	"forge/quant"
@@ -40,7 +41,7 @@ func Open(dir string) (*Bundle, error) {
 	if err := b.verifyFiles(); err != nil {
 		return nil, err
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	raw, err := budget.ReadFile(filepath.Join(dir, "config.json"), budget.MaxConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", dir, err)
 	}

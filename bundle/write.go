@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"forge/internal/durable"
+	"forge/internal/outpath"
 	"forge/lut"
 	"forge/safetensors"
 )
@@ -81,14 +82,14 @@ var createShard = func(path string, infos []safetensors.TensorInfo, meta map[str
 // the source's config and tokenizer files, and plans the shards.
 func Create(out string, items []Item, opt WriteOptions) (*Writer, error) {
 	out = filepath.Clean(out)
-	if _, err := os.Stat(out); err == nil && !opt.Overwrite {
-		return nil, fmt.Errorf("bundle %s: already exists (remove it or overwrite)", out)
+	if err := outpath.Check(outpath.Target{Path: out, Dir: true, Owned: IsBundle}, opt.Overwrite); err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	w := &Writer{out: out, tmp: out + ".partial", opt: opt, items: items, man: opt.Manifest}
-	if err := os.RemoveAll(w.tmp); err != nil {
-		return nil, fmt.Errorf("bundle %s: removing an interrupted export: %w", w.tmp, err)
+	if err := outpath.RemoveDir(w.tmp, partialKind); err != nil {
+		return nil, fmt.Errorf("bundle %s: an interrupted export: %w", out, err)
 	}
-	if err := os.MkdirAll(w.tmp, 0o755); err != nil {
+	if err := outpath.MakeDir(w.tmp, partialKind, opt.Manifest.ForgeVersion); err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", out, err)
 	}
 	if err := w.copySourceFiles(); err != nil {
@@ -342,6 +343,9 @@ func (w *Writer) finish() error {
 	w.man.FormatVersion = FormatVersion
 	w.man.Files = nil
 	for _, e := range ents {
+		if e.Name() == outpath.MarkerName {
+			continue
+		}
 		n, sum, err := hashFile(filepath.Join(w.tmp, e.Name()))
 		if err != nil {
 			return err
@@ -355,19 +359,14 @@ func (w *Writer) finish() error {
 	if err := durable.WriteFile(filepath.Join(w.tmp, ManifestName), append(raw, '\n')); err != nil {
 		return err
 	}
-	if err := durable.SyncDir(w.tmp); err != nil {
+	if err := outpath.Seal(w.tmp, "bundle", w.man.ForgeVersion); err != nil {
 		return err
 	}
-	if w.opt.Overwrite {
-		if err := os.RemoveAll(w.out); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(w.tmp, w.out); err != nil {
-		return err
-	}
-	return durable.SyncDir(filepath.Dir(w.out))
+	return outpath.ReplaceDir(w.tmp, w.out)
 }
+
+// partialKind marks a bundle being written (OUT.partial).
+const partialKind = "partial"
 
 // Abort stops the export and removes OUT.partial. Safe to call twice and
 // after Close.

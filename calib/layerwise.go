@@ -73,7 +73,7 @@ type Runner struct {
 // Run quantizes layers from..L−1 and then the head, calling fn for each
 // group. Layers below from must already hold their quantized matrices in
 // the model's slots (a resumed run): their outputs are recomputed, not
-// recalibrated. ctx is checked between groups.
+// recalibrated. ctx is checked before every row of every group.
 func (r *Runner) Run(ctx context.Context, from int, fn GroupFunc) error {
 	m := r.Model
 	L := len(m.Config().Layers)
@@ -94,12 +94,15 @@ func (r *Runner) Run(ctx context.Context, from int, fn GroupFunc) error {
 				if r.Skip != nil && r.Skip(g) {
 					continue
 				}
-				if err := r.group(s, g, xs, fn); err != nil {
+				if err := r.group(ctx, s, g, xs, fn); err != nil {
 					return err
 				}
 			}
 		}
 		for i := range xs { // the layer's output, with its quantized matrices
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			s.Reset()
 			m.ForwardLayer(s, li, &xs[i])
 		}
@@ -111,7 +114,7 @@ func (r *Runner) Run(ctx context.Context, from int, fn GroupFunc) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := r.group(s, HeadGroup, xs, fn); err != nil {
+		if err := r.group(ctx, s, HeadGroup, xs, fn); err != nil {
 			return err
 		}
 	}
@@ -126,7 +129,7 @@ func (r *Runner) rows() [][]int {
 }
 
 // group collects g's input statistics over every row and hands them to fn.
-func (r *Runner) group(s *model.State, g Group, xs []tensor.Matrix, fn GroupFunc) error {
+func (r *Runner) group(ctx context.Context, s *model.State, g Group, xs []tensor.Matrix, fn GroupFunc) error {
 	m := r.Model
 	st := Stats{Train: new(quant.Hessian), Held: new(quant.Hessian)}
 	rec := &recorder{}
@@ -140,6 +143,9 @@ func (r *Runner) group(s *model.State, g Group, xs []tensor.Matrix, fn GroupFunc
 	}
 	var x, u tensor.Matrix
 	for i := range xs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		rec.h = st.Train
 		if i >= len(r.Train) {
 			rec.h = st.Held

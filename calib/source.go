@@ -68,13 +68,13 @@ type Set struct {
 // both counts. Sampled rows are copied, so the rest of the file's stream can be freed.
 func Load(specs []Spec, tok *tokenizer.Tokenizer, opt Options) (*Set, error) {
 	if tok == nil {
-		return nil, fmt.Errorf("calib: no tokenizer")
+		return nil, fmt.Errorf("token rows: no tokenizer")
 	}
 	if opt.Seq < 0 {
-		return nil, fmt.Errorf("calib: sequence length %d is negative", opt.Seq)
+		return nil, fmt.Errorf("token rows: sequence length %d is negative", opt.Seq)
 	}
 	if len(specs) == 0 {
-		return nil, fmt.Errorf("calib: no sources: %w", ErrSpec)
+		return nil, fmt.Errorf("token rows: no sources: %w", ErrSpec)
 	}
 	set := &Set{Options: opt, Vocab: tok.VocabSize()}
 	for i, sp := range specs {
@@ -91,10 +91,10 @@ func Load(specs []Spec, tok *tokenizer.Tokenizer, opt Options) (*Set, error) {
 // loadSpec reads, checks and samples one source.
 func loadSpec(sp Spec, index uint64, tok *tokenizer.Tokenizer, opt Options) ([][]int, Source, error) {
 	if sp.Path == "" {
-		return nil, Source{}, fmt.Errorf("calib: source with no file: %w", ErrSpec)
+		return nil, Source{}, fmt.Errorf("token rows: a source with no file: %w", ErrSpec)
 	}
 	if sp.Rows < 0 {
-		return nil, Source{}, fmt.Errorf("calib %s: row count %d is negative: %w", sp.Path, sp.Rows, ErrSpec)
+		return nil, Source{}, fmt.Errorf("%s: row count %d is negative: %w", sp.Path, sp.Rows, ErrSpec)
 	}
 	kind, err := KindOf(sp.Path)
 	if err != nil {
@@ -102,7 +102,7 @@ func loadSpec(sp Spec, index uint64, tok *tokenizer.Tokenizer, opt Options) ([][
 	}
 	data, err := os.ReadFile(sp.Path)
 	if err != nil {
-		return nil, Source{}, fmt.Errorf("calib %s: %w", sp.Path, err)
+		return nil, Source{}, fmt.Errorf("%s: %w", sp.Path, err)
 	}
 	sum := sha256.Sum256(data)
 	rows, err := fileRows(sp.Path, kind, data, tok, opt.Seq)
@@ -110,11 +110,11 @@ func loadSpec(sp Spec, index uint64, tok *tokenizer.Tokenizer, opt Options) ([][
 		return nil, Source{}, err
 	}
 	if err := checkIDs(rows, tok.VocabSize()); err != nil {
-		return nil, Source{}, fmt.Errorf("calib %s: %w", sp.Path, err)
+		return nil, Source{}, fmt.Errorf("%s: %w", sp.Path, err)
 	}
 	n := len(rows)
 	if sp.Rows > n {
-		return nil, Source{}, fmt.Errorf("calib %s: %d rows available, %d asked: %w", sp.Path, n, sp.Rows, ErrTooFewRows)
+		return nil, Source{}, fmt.Errorf("%s: %d rows available, %d asked: %w", sp.Path, n, sp.Rows, ErrTooFewRows)
 	}
 	if sp.Rows > 0 && sp.Rows < n {
 		rows = gather(rows, Sample(n, sp.Rows, opt.Seed, index))
@@ -136,7 +136,7 @@ func fileRows(path string, kind Kind, data []byte, tok *tokenizer.Tokenizer, seq
 		}
 		sep, ok := tok.TokenID(Separator)
 		if !ok {
-			return nil, fmt.Errorf("calib %s: the tokenizer has no %s token to join documents: %w", path, Separator, ErrUnsupported)
+			return nil, fmt.Errorf("%s: the tokenizer has no %s token to join documents: %w", path, Separator, ErrUnsupported)
 		}
 		var stream []int
 		if kind == Text {
@@ -149,29 +149,29 @@ func fileRows(path string, kind Kind, data []byte, tok *tokenizer.Tokenizer, seq
 		}
 		rows = cut(stream, seq)
 		if len(rows) == 0 {
-			return nil, fmt.Errorf("calib %s: %d tokens make no row of %d: %w", path, len(stream), seq, ErrTooFewRows)
+			return nil, fmt.Errorf("%s: %d tokens make no row of %d: %w", path, len(stream), seq, ErrTooFewRows)
 		}
 		return rows, nil
 	case JSON:
 		var err error
 		if rows, err = jsonRows(data); err != nil {
-			return nil, fmt.Errorf("calib %s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	case NPY:
 		var err error
 		if rows, err = parseNPY(data); err != nil {
-			return nil, fmt.Errorf("calib %s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("calib %s: no rows: %w", path, ErrTooFewRows)
+		return nil, fmt.Errorf("%s: no rows: %w", path, ErrTooFewRows)
 	}
 	for i, r := range rows {
 		switch {
 		case len(r) == 0:
-			return nil, fmt.Errorf("calib %s: row %d is empty: %w", path, i, ErrFormat)
+			return nil, fmt.Errorf("%s: row %d is empty: %w", path, i, ErrFormat)
 		case seq > 0 && len(r) < seq:
-			return nil, fmt.Errorf("calib %s: row %d has %d tokens, fewer than the sequence length %d: %w", path, i, len(r), seq, ErrFormat)
+			return nil, fmt.Errorf("%s: row %d has %d tokens, fewer than the sequence length %d: %w", path, i, len(r), seq, ErrFormat)
 		case seq > 0:
 			rows[i] = r[:seq:seq]
 		}

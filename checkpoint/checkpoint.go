@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"forge/internal/budget"
 	"forge/model"
 	"forge/safetensors"
 	"forge/tensor"
@@ -48,7 +49,7 @@ var _ model.Source = (*Checkpoint)(nil)
 // config implies and a float dtype. Errors name the file, field or tensor.
 func Open(dir string) (*Checkpoint, error) {
 	cfgPath := filepath.Join(dir, "config.json")
-	raw, err := os.ReadFile(cfgPath)
+	raw, err := budget.ReadFile(cfgPath, budget.MaxConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
@@ -113,7 +114,7 @@ func (c *Checkpoint) openFiles() error {
 // index's weight_map.
 func (c *Checkpoint) shardList() ([]string, map[string]string, error) {
 	idxPath := filepath.Join(c.dir, "model.safetensors.index.json")
-	raw, err := os.ReadFile(idxPath)
+	raw, err := budget.ReadFile(idxPath, budget.MaxManifestFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, err := os.Stat(filepath.Join(c.dir, "model.safetensors")); err != nil {
 			return nil, nil, fmt.Errorf("no model.safetensors or model.safetensors.index.json: %w", err)
@@ -271,7 +272,7 @@ func (c *Checkpoint) Raw(name string) ([]byte, error) {
 // keeps the layout; it is a provenance record, not an integrity check.
 func (c *Checkpoint) Fingerprint() (string, error) {
 	h := sha256.New()
-	raw, err := os.ReadFile(filepath.Join(c.dir, "config.json"))
+	raw, err := budget.ReadFile(filepath.Join(c.dir, "config.json"), budget.MaxConfigFile)
 	if err != nil {
 		return "", err
 	}

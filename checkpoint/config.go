@@ -99,6 +99,9 @@ func (h *hfConfig) resolve() (model.Config, error) {
 	c.ConvKernel = intOr(h.ConvKernel, 4)
 	c.Eps = floatOr(h.Eps, 1e-6)
 	c.MaxContext = intOr(h.MaxPos, 0)
+	if h.MaxPos != nil && *h.MaxPos <= 0 {
+		return c, fmt.Errorf("max_position_embeddings = %d, want > 0", *h.MaxPos)
+	}
 	c.Tied = h.Tied != nil && *h.Tied
 	if h.Act != nil && *h.Act != "silu" {
 		return c, fmt.Errorf("hidden_act %q is not supported (want silu)", *h.Act)
@@ -114,8 +117,8 @@ func (h *hfConfig) resolve() (model.Config, error) {
 
 func (h *hfConfig) resolveLayers(c *model.Config) error {
 	n := *h.Layers
-	if n <= 0 {
-		return fmt.Errorf("num_hidden_layers = %d, want > 0", n)
+	if n <= 0 || n > model.MaxLayers {
+		return fmt.Errorf("num_hidden_layers = %d, want 1 … %d", n, model.MaxLayers)
 	}
 	c.Layers = make([]model.LayerKind, n)
 	if h.LayerTypes != nil {

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"sync"
 
+	"forge/internal/budget"
 	"forge/internal/durable"
+	"forge/internal/outpath"
 	"forge/model"
 	"forge/safetensors"
 	"forge/tensor"
@@ -20,7 +22,8 @@ import (
 // SynthOptions configures Synth. The zero value writes seed 0 in 2 GiB shards.
 type SynthOptions struct {
 	Seed      uint64
-	ShardSize int64 // bytes per shard before a new one starts; 0 = 2 GiB
+	ShardSize int64  // bytes per shard before a new one starts; 0 = 2 GiB
+	Version   string // forge's version, recorded in the output's marker
 	// Progress, if set, is called after each tensor with bytes written and total.
 	Progress func(done, total int64)
 }
@@ -45,10 +48,13 @@ func Synth(ctx context.Context, cfgJSON []byte, dir string, opt SynthOptions) er
 	if err != nil {
 		return fmt.Errorf("synth: config: %w", err)
 	}
-	if _, err := os.Stat(dir); err == nil {
-		return fmt.Errorf("synth: %s already exists", dir)
+	if err := outpath.Check(outpath.Target{Path: dir, Dir: true}, false); err != nil {
+		return fmt.Errorf("synth: %w", err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(dir)), filepath.Base(dir)+".tmp-")
+	if err := budget.Disk(dir, "synth", 2*model.ParamCount(&cfg)); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	tmp, err := durable.MkdirTemp(dir)
 	if err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
@@ -59,10 +65,13 @@ func Synth(ctx context.Context, cfgJSON []byte, dir string, opt SynthOptions) er
 	if err := writeSynth(ctx, &cfg, cfgJSON, tmp, opt); err != nil {
 		return fmt.Errorf("synth %s: %w", dir, err)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := outpath.Seal(tmp, "checkpoint", opt.Version); err != nil {
 		return fmt.Errorf("synth: %w", err)
 	}
-	return durable.SyncDir(filepath.Dir(filepath.Clean(dir)))
+	if err := outpath.ReplaceDir(tmp, dir); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	return nil
 }
 
 func writeSynth(ctx context.Context, cfg *model.Config, cfgJSON []byte, dir string, opt SynthOptions) error {

@@ -176,6 +176,7 @@ func TestPlace(t *testing.T) {
 		{"LUT4 per-tensor + pcs", 5120, 5120, OnANE, "", 1},
 		{"LUT4 per-tensor + pcs", 248320, 5120, OnANE, "as 16 convs of ≤16384 channels", 16},
 		{"LUT4 g128 + pcs", 17408, 5120, OnANE, "~20% more time", 2},
+		{"LUT4 g7 + pcs", 768, 256, OnCPU, "768 rows are not a multiple of 7", 0},
 		{"LUT3 per-tensor + pcs", 64, 64, OnANE, "3-bit indices are read like 4-bit", 1},
 		{"LUT6 per-tensor + pcs", 64, 64, OnANE, "6-bit indices are read like 8-bit", 1},
 		{"vector 2x16 + pcs", 17408, 5120, OnANE, "", 2},

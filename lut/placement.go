@@ -70,7 +70,9 @@ func (p Placement) String() string {
 //     are at most 16 long, else Inexpressible (vectors run along Cout only
 //     and index widths are 1/2/3/4/6/8 by construction of Format);
 //   - per-group vector LUTs fall back to the CPU;
-//   - per-group scalar LUTs stay on the ANE at ~20% extra time;
+//   - per-group scalar LUTs stay on the ANE at ~20% extra time when the
+//     group size divides the rows (Core ML's per-grouped-channel LUT has
+//     equal groups), else they fall back to the CPU;
 //   - 3- and 6-bit indices are read like 4- and 8-bit ones (no speed gain);
 //   - bf16 runs as fp16 on the ANE; INT8 per-channel runs on the ANE;
 //   - one conv has at most 16,384 output channels: a larger Cout is split
@@ -98,6 +100,10 @@ func Place(f Format, out, in int) Placement {
 				"per-group vector LUTs (%d groups of %d rows) are not supported on the ANE", f.Groups(out), f.Group)}
 		}
 	case Scalar:
+		if f.Group > 0 && f.Group < out && out%f.Group != 0 {
+			return Placement{Where: OnCPU, Reason: fmt.Sprintf(
+				"Core ML's per-group LUTs need the group size to divide the rows: %d rows are not a multiple of %d", out, f.Group)}
+		}
 		if f.Group > 0 && f.Group < out {
 			notes = fmt.Sprintf("%d per-group scalar LUTs cost ~20%% more time than one per-tensor LUT", f.Groups(out))
 		}

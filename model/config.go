@@ -41,7 +41,7 @@ type Config struct {
 	RopeTheta    float64     // rope_parameters.rope_theta θ
 	RotaryFactor float64     // partial_rotary_factor
 	Tied         bool        // tie_word_embeddings
-	MaxContext   int         // max_position_embeddings (informational)
+	MaxContext   int         // max_position_embeddings: longest sequence a State may hold (0: unbounded)
 }
 
 // Derived quantities (spec §2.2).
@@ -58,22 +58,37 @@ func (c *Config) ConvDim() int { return 2*c.KeyTotal() + c.ValueTotal() }
 // RotaryDim is floor(D·partial_rotary_factor).
 func (c *Config) RotaryDim() int { return int(math.Floor(float64(c.HeadDim) * c.RotaryFactor)) }
 
-// Validate checks that every size is positive and the head groupings divide.
-// Field names in errors are the HF config keys.
+// Limits on a configuration's sizes, far above any real model (the 27B has
+// 64 layers, hidden 5120, MLP 17408, vocabulary 248,320), so that a hostile
+// or mistyped config.json is refused before anything is allocated from it.
+const (
+	MaxLayers  = 1 << 12 // num_hidden_layers
+	MaxWidth   = 1 << 20 // hidden, intermediate, head counts and dims, conv taps
+	MaxVocab   = 1 << 24 // vocab_size
+	MaxContext = 1 << 24 // max_position_embeddings
+	// MaxMatrix bounds the elements of any one weight matrix (2^36 = 256 GiB in bf16).
+	MaxMatrix = 1 << 36
+)
+
+// Validate checks that every size is positive and within the limits above,
+// that no weight matrix is larger than MaxMatrix, and that the head
+// groupings divide. Field names in errors are the HF config keys.
 func (c *Config) Validate() error {
-	for _, f := range []struct {
-		name string
-		v    int
-	}{
-		{"vocab_size", c.Vocab}, {"hidden_size", c.Hidden}, {"intermediate_size", c.Intermediate},
-		{"num_hidden_layers", len(c.Layers)}, {"num_attention_heads", c.Heads},
-		{"num_key_value_heads", c.KVHeads}, {"head_dim", c.HeadDim},
-		{"linear_num_key_heads", c.KeyHeads}, {"linear_num_value_heads", c.ValueHeads},
-		{"linear_key_head_dim", c.KeyDim}, {"linear_value_head_dim", c.ValueDim},
-		{"linear_conv_kernel_dim", c.ConvKernel},
+	if err := c.validateSizes(); err != nil {
+		return err
+	}
+	if c.MaxContext < 0 || c.MaxContext > MaxContext {
+		return fmt.Errorf("config: max_position_embeddings = %d, want 0 (unbounded) … %d", c.MaxContext, MaxContext)
+	}
+	for _, m := range [][3]any{
+		{"vocab_size × hidden_size", c.Vocab, c.Hidden},
+		{"intermediate_size × hidden_size", c.Intermediate, c.Hidden},
+		{"2·num_attention_heads·head_dim × hidden_size", 2 * c.Heads * c.HeadDim, c.Hidden},
+		{"conv channels × hidden_size", c.ConvDim(), c.Hidden},
+		{"linear value heads·dims × hidden_size", c.ValueTotal(), c.Hidden},
 	} {
-		if f.v <= 0 {
-			return fmt.Errorf("config: %s = %d, want > 0", f.name, f.v)
+		if a, b := m[1].(int), m[2].(int); int64(a)*int64(b) > MaxMatrix {
+			return fmt.Errorf("config: %s = %d × %d is a matrix of more than 2^36 weights", m[0], a, b)
 		}
 	}
 	if c.ValueHeads%c.KeyHeads != 0 {
@@ -93,6 +108,29 @@ func (c *Config) Validate() error {
 	}
 	if r := c.RotaryDim(); r < 2 || r%2 != 0 {
 		return fmt.Errorf("config: rotary dim floor(head_dim·partial_rotary_factor) = %d, want even and ≥ 2", r)
+	}
+	return nil
+}
+
+// validateSizes checks each size against 0 and its limit.
+func (c *Config) validateSizes() error {
+	for _, f := range []struct {
+		name   string
+		v, max int
+	}{
+		{"vocab_size", c.Vocab, MaxVocab}, {"hidden_size", c.Hidden, MaxWidth},
+		{"intermediate_size", c.Intermediate, MaxWidth}, {"num_hidden_layers", len(c.Layers), MaxLayers},
+		{"num_attention_heads", c.Heads, MaxWidth}, {"num_key_value_heads", c.KVHeads, MaxWidth},
+		{"head_dim", c.HeadDim, MaxWidth}, {"linear_num_key_heads", c.KeyHeads, MaxWidth},
+		{"linear_num_value_heads", c.ValueHeads, MaxWidth}, {"linear_key_head_dim", c.KeyDim, MaxWidth},
+		{"linear_value_head_dim", c.ValueDim, MaxWidth}, {"linear_conv_kernel_dim", c.ConvKernel, MaxWidth},
+	} {
+		if f.v <= 0 {
+			return fmt.Errorf("config: %s = %d, want > 0", f.name, f.v)
+		}
+		if f.v > f.max {
+			return fmt.Errorf("config: %s = %d, more than the %d this build accepts", f.name, f.v, f.max)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -82,12 +83,16 @@ func (sc *scratch) ensureChunk(c *Config, C int) {
 	}
 }
 
-// CheckTokens reports the first token id outside [0, vocab).
+// CheckTokens reports the first token id outside [0, vocab), and a
+// sequence longer than the model's context (wrapping ErrContext).
 func (m *Model) CheckTokens(tokens []int) error {
 	for i, t := range tokens {
 		if t < 0 || t >= m.cfg.Vocab {
 			return fmt.Errorf("token %d at index %d is outside the vocabulary [0, %d)", t, i, m.cfg.Vocab)
 		}
+	}
+	if n := m.cfg.MaxContext; n > 0 && len(tokens) > n {
+		return fmt.Errorf("a sequence of %d tokens is %w of %d tokens (max_position_embeddings)", len(tokens), ErrContext, n)
 	}
 	return nil
 }
@@ -95,32 +100,49 @@ func (m *Model) CheckTokens(tokens []int) error {
 // Forward consumes tokens at positions s.Pos()… and returns their logits
 // [T, vocab] (owned by s, valid until the next call). T = 1 runs the
 // recurrent DeltaNet form, T > 1 the chunked one; both continue from s.
-// Token ids must be in range (CheckTokens); an empty call returns a 0-row matrix.
+// Token ids must be in range and the State must not go past the context
+// (CheckTokens; it panics otherwise); an empty call returns a 0-row matrix.
 func (m *Model) Forward(s *State, tokens []int) *tensor.Matrix {
+	lg, _ := m.forward(context.Background(), s, tokens)
+	return lg
+}
+
+// forward is Forward, checking ctx before each layer.
+func (m *Model) forward(ctx context.Context, s *State, tokens []int) (*tensor.Matrix, error) {
 	c := &m.cfg
 	T := len(tokens)
 	sc := &s.sc
 	sc.logits.Resize(T, c.Vocab)
 	if T == 0 {
-		return &sc.logits
+		return &sc.logits, nil
+	}
+	if c.MaxContext > 0 && s.pos+T > c.MaxContext {
+		panic(fmt.Sprintf("model: %d tokens at position %d go past the context of %d (check with CheckTokens)", T, s.pos, c.MaxContext))
 	}
 	m.begin(s, T)
 	m.Embed(&sc.x, tokens)
 	s.observe("embed", &sc.x)
 	for li := range m.layers {
+		if err := ctx.Err(); err != nil {
+			s.broken = true
+			return nil, err
+		}
 		m.layerForward(s, li)
 	}
 	s.doRows(opNorm, m.norm, c.Eps, T)
 	s.observe("final_norm", &sc.u)
 	m.head.Mul(&sc.logits, &sc.u)
 	s.pos += T
-	return &sc.logits
+	return &sc.logits, nil
 }
 
 // begin readies s's scratch for a call of T rows at positions s.Pos()….
 func (m *Model) begin(s *State, T int) {
 	if s.cfg != &m.cfg {
 		panic("model: State belongs to another Model")
+	}
+	if s.broken {
+		panic("model: State used after a cancelled call without Reset or Rewind")
 	}
 	c, sc := &m.cfg, &s.sc
 	if len(sc.w) != c.ValueTotal() {

@@ -20,6 +20,7 @@ import (
 type State struct {
 	cfg    *Config
 	pos    int
+	broken bool // a ForwardContext call was cancelled midway: Reset or Rewind first
 	layers []layerState
 	marks  []*snapshot // live marks, oldest first
 	free   []*snapshot // recycled snapshots (Mark does not allocate in steady state)
@@ -134,6 +135,7 @@ func (s *State) Rewind(m Mark) {
 		}
 	}
 	s.pos = m.pos
+	s.broken = false
 	for _, later := range s.marks[idx+1:] {
 		s.free = append(s.free, later)
 	}
@@ -158,6 +160,7 @@ func (s *State) Reset() {
 		clear(ls.rec)
 		ls.k, ls.v = ls.k[:0], ls.v[:0]
 	}
+	s.broken = false
 	s.pos = 0
 	s.free = append(s.free, s.marks...)
 	s.marks = s.marks[:0]

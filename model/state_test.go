@@ -159,6 +159,11 @@ func TestConfigValidate(t *testing.T) {
 		{"odd rotary dim", func(c *model.Config) { c.HeadDim = 12 }, "rotary"},
 		{"no layers", func(c *model.Config) { c.Layers = nil }, "num_hidden_layers"},
 		{"bad eps", func(c *model.Config) { c.Eps = 0 }, "rms_norm_eps"},
+		{"absurd layer count", func(c *model.Config) { c.Layers = make([]model.LayerKind, model.MaxLayers+1) }, "num_hidden_layers"},
+		{"absurd width", func(c *model.Config) { c.Intermediate = 1 << 40 }, "intermediate_size"},
+		{"absurd vocabulary", func(c *model.Config) { c.Vocab = 1 << 62 }, "vocab_size"},
+		{"matrix too large", func(c *model.Config) { c.Vocab, c.Hidden = 1<<24, 1<<20 }, "vocab_size × hidden_size"},
+		{"negative context", func(c *model.Config) { c.MaxContext = -5 }, "max_position_embeddings"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
+	"forge/internal/budget"
 	"forge/lut"
 )
 
@@ -39,7 +39,7 @@ type fileJSON struct {
 
 // Read parses the plan file at path.
 func Read(path string) (*Plan, error) {
-	b, err := os.ReadFile(path)
+	b, err := budget.ReadFile(path, budget.MaxConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}

@@ -2,6 +2,7 @@ package quant
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -166,7 +167,9 @@ func (q GPTQ) quantizeBoth(w *tensor.Matrix, h *Hessian, wantRTN bool) (gm, rm *
 		return nil, nil, err
 	}
 	r := newGPTQRun(w, g, perm, u, pick(q.Block, 128))
-	r.run()
+	if err := r.run(q.Options.context()); err != nil {
+		return nil, nil, err
+	}
 	gm, err = lut.New(f, out, in, g.parts(r.codes, f))
 	return gm, rm, err
 }
@@ -320,9 +323,12 @@ const gptqSub = 16
 // a sub-block for every index row (in parallel; rows are independent
 // given U), then the lazy update of the block's later columns, and after
 // the last sub-block that of the columns after the block.
-func (r *gptqRun) run() {
+func (r *gptqRun) run(ctx context.Context) error {
 	d, n := r.g.d, r.n
 	for i1 := 0; i1 < n; i1 += r.block {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		i2 := min(i1+r.block, n)
 		bw := i2 - i1
 		for s1 := i1; s1 < i2; s1 += gptqSub {
@@ -342,6 +348,7 @@ func (r *gptqRun) run() {
 			la.gemmSub(r.w[i2:], n, r.errs, bw, r.u[i1*n+i2:], n, r.out, n-i2, bw)
 		}
 	}
+	return nil
 }
 
 // quantRow rounds index row ir (output rows d·ir … d·ir+d−1) in the

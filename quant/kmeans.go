@@ -223,6 +223,9 @@ func FitVectors(v, wt []float64, d, k int, opt Options) (*Codebook, error) {
 	var best []float64
 	bestErr := math.Inf(1)
 	for init := range opt.inits() {
+		if err := opt.context().Err(); err != nil {
+			return nil, err
+		}
 		r := rand.New(rand.NewPCG(opt.Seed, uint64(init)+1))
 		c := km.seed(r)
 		e := km.lloyd(c, opt.maxIter())

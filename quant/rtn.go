@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -43,6 +44,17 @@ type Options struct {
 	// larger groups are sampled uniformly without replacement. Every weight
 	// is still rounded.
 	ScalarSamples int
+	// Context, if set, stops long work (GPTQ between blocks of columns,
+	// k-means between iterations) with its error once it is done.
+	Context context.Context
+}
+
+// context returns o.Context, or a context that is never done.
+func (o Options) context() context.Context {
+	if o.Context == nil {
+		return context.Background()
+	}
+	return o.Context
 }
 
 func (o Options) samples() int       { return pick(o.MaxSamples, 300_000) }

@@ -73,7 +73,8 @@
 // {"dtype":…,"shape":…,"data_offsets":…}, then spaces up to a multiple of 8
 // bytes so the data area starts 8-byte aligned. The same input gives the same
 // bytes. Data goes to a temporary file beside the destination
-// (path + ".tmp-<random>"); [Writer.Close] syncs it, renames it over the
+// (path + ".forge-tmp-<pid>-<random>", internal/durable; leftovers of killed
+// processes are removed by the next write to the same path); [Writer.Close] syncs it, renames it over the
 // destination and syncs the directory, so the destination is either the old
 // file or the complete new one, never a partial write. The new file gets the
 // old one's permissions, or 0644.

@@ -39,7 +39,7 @@ type tempFile interface {
 }
 
 // createTemp makes the temporary file. Tests replace it to inject failures.
-var createTemp = func(dir, pattern string) (tempFile, error) { return os.CreateTemp(dir, pattern) }
+var createTemp = func(path string) (tempFile, error) { return durable.CreateTemp(path) }
 
 const (
 	bufSize   = 1 << 20 // the bufio.Writer over the temporary file
@@ -74,7 +74,8 @@ type Writer struct {
 // Create validates tensors (names unique, valid UTF-8 and not
 // "__metadata__"; dtypes valid; shapes non-negative without overflow),
 // computes their offsets in the given order (Begin and End in the input are
-// ignored), and writes the header to path + ".tmp-<random>". Errors wrap
+// ignored), and writes the header to a temporary file beside path
+// (durable.CreateTemp: path + ".forge-tmp-<pid>-<random>"). Errors wrap
 // ErrFormat for invalid input.
 func Create(path string, tensors []TensorInfo, metadata map[string]string) (*Writer, error) {
 	infos, total, err := layout(path, tensors)
@@ -85,7 +86,7 @@ func Create(path string, tensors []TensorInfo, metadata map[string]string) (*Wri
 	if err != nil {
 		return nil, err
 	}
-	f, err := createTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	f, err := createTemp(path)
 	if err != nil {
 		return nil, ioErr(path, "create temporary file", err)
 	}

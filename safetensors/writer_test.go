@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"forge/internal/durable"
 	"forge/tensor"
 )
 
@@ -308,8 +309,8 @@ func TestWriterDiskFull(t *testing.T) {
 			}
 			saved := createTemp
 			defer func() { createTemp = saved }()
-			createTemp = func(dir, pattern string) (tempFile, error) {
-				f, err := os.CreateTemp(dir, pattern)
+			createTemp = func(path string) (tempFile, error) {
+				f, err := durable.CreateTemp(path)
 				return &failingFile{File: f, limit: c.limit, failSync: c.failSync}, err
 			}
 			w, err := Create(path, []TensorInfo{{Name: "big", DType: F32, Shape: []int{len(big)}}}, nil)

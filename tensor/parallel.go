@@ -8,137 +8,282 @@ import (
 )
 
 // Parallel calls fn on contiguous chunks [lo, hi) that together cover
-// [0, n), one chunk per GOMAXPROCS, and returns when all calls have returned.
+// [0, n) on the Default pool, and returns when all calls have returned.
 // It is ParallelGrain(n, 1, fn).
-func Parallel(n int, fn func(lo, hi int)) { ParallelGrain(n, 1, fn) }
+func Parallel(n int, fn func(lo, hi int)) { Default.Run(n, 1, fn) }
 
 // ParallelGrain is Parallel with chunks of at least grain items (except
-// when n < grain): it uses k = min(GOMAXPROCS, ⌊n/grain⌋) chunks (at least one), chunk i
-// being [i·n/k, (i+1)·n/k). With k = 1 it simply calls fn(0, n).
+// when n < grain), on the Default pool (Pool.Run).
+func ParallelGrain(n, grain int, fn func(lo, hi int)) { Default.Run(n, grain, fn) }
+
+// Default is the process-wide pool every kernel uses: GOMAXPROCS−1
+// workers besides the calling goroutines.
+var Default = NewPool(0)
+
+// Pool runs data-parallel calls on persistent worker goroutines. Any
+// number of goroutines may call Run at once: each call's chunks are
+// claimed one at a time from a shared counter by its caller and by
+// whichever workers are free, so concurrent calls share the workers
+// (every call makes progress on its own goroutine and idle workers help
+// the oldest call with work left), and a worker that the operating system
+// has descheduled never holds up a call whose remaining chunks the caller
+// can take itself.
 //
-// The chunks run on persistent worker goroutines (the caller runs chunk 0),
-// so a call allocates nothing as long as fn itself does not have to be
-// allocated. fn escapes: a closure that captures variables is heap-allocated
-// at every call that builds it. Hot paths should therefore pass a func value
-// built once — typically a method value stored in a reusable job struct:
+// Waiting is bounded spinning, then blocking. A hand-off to a parked
+// goroutine costs about 20 µs here (futex wake-ups), more than a whole
+// decode-step product of a small model, so idle workers and a caller
+// waiting for its last chunks poll (yielding, runtime.Gosched) for up to
+// spinFor before they block. Polling only pays when the machine has cores
+// to spare: when a hand-off to a polling worker takes longer than
+// busyLatency — the operating system did not run it — the pool stops
+// polling for busyBackoff, so on a loaded machine it blocks at once and
+// uses no more CPU than its work.
+type Pool struct {
+	size int // workers (goroutines besides the callers)
+
+	mu      sync.Mutex
+	jobs    []*job // calls with unclaimed chunks, oldest first
+	free    []*job // recycled jobs (Run allocates nothing in steady state)
+	workers []*worker
+
+	seq       atomic.Uint64 // bumped whenever a job is posted
+	quietTill atomic.Int64  // unix nanoseconds until which nobody polls
+}
+
+// NewPool returns a pool of workers goroutines (0: GOMAXPROCS−1), started
+// on first use.
+func NewPool(workers int) *Pool {
+	if workers <= 0 {
+		workers = max(runtime.GOMAXPROCS(0)-1, 0)
+	}
+	return &Pool{size: workers}
+}
+
+const (
+	// spinFor is how long an idle worker, or a caller waiting for its
+	// workers, polls before it blocks.
+	spinFor = 50 * time.Microsecond
+	// busyLatency is the hand-off time to a polling worker beyond which
+	// the machine is taken to be busy (an unloaded hand-off takes < 5 µs).
+	busyLatency = 500 * time.Microsecond
+	// busyBackoff is how long the pool then blocks instead of polling.
+	busyBackoff = 100 * time.Millisecond
+	// chunksPerWorker splits a call into up to this many chunks per
+	// goroutine, so that a slow or descheduled one delays a call by a
+	// fraction of it.
+	chunksPerWorker = 4
+)
+
+// Run calls fn on contiguous chunks [lo, hi) that together cover [0, n),
+// each of at least grain items (one chunk when n < 2·grain), and returns
+// when all calls have returned. It uses k = min(chunksPerWorker·(workers+1),
+// ⌊n/grain⌋) chunks (at least one), chunk i being [i·n/k, (i+1)·n/k); with
+// k = 1 it simply calls fn(0, n). Chunks run on the caller's goroutine and
+// on the pool's workers, in any order and concurrently.
+//
+// A call allocates nothing as long as fn itself does not have to be
+// allocated. fn escapes: a closure that captures variables is
+// heap-allocated at every call that builds it. Hot paths should therefore
+// pass a func value built once — typically a method value stored in a
+// reusable job struct:
 //
 //	type job struct{ dst, x *Matrix; run func(lo, hi int) }
 //	j := &job{}; j.run = j.rows // once (or per sync.Pool New)
 //	j.dst, j.x = dst, x
 //	tensor.ParallelGrain(n, grain, j.run)
 //
-// One call at a time uses the workers. A call made while they are busy — a
-// nested call from inside fn, or a concurrent call from another goroutine —
-// runs fn(0, n) inline on its own goroutine instead, so nesting never
-// deadlocks. fn must not panic: a panic in a worker ends the program.
-func ParallelGrain(n, grain int, fn func(lo, hi int)) {
+// Calls may nest (fn may call Run) and may come from many goroutines at
+// once. fn must not panic: a panic in a worker ends the program.
+func (p *Pool) Run(n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
 	grain = max(grain, 1)
-	k := min(runtime.GOMAXPROCS(0), n/grain)
-	if k <= 1 || !workers.mu.TryLock() {
+	k := min(chunksPerWorker*(p.size+1), n/grain)
+	if k <= 1 || p.size == 0 {
 		fn(0, n)
 		return
 	}
-	workers.run(n, k, fn)
+	j := p.post(n, k, fn)
+	j.work()
+	p.wait(j)
 }
 
-// span is one chunk of work handed to a worker.
-type span struct {
-	fn     func(lo, hi int)
-	lo, hi int
+// job is one Run call.
+type job struct {
+	fn      func(lo, hi int)
+	n, k    int
+	next    atomic.Int32 // next chunk to claim
+	left    atomic.Int32 // chunks not yet finished
+	waiting atomic.Bool  // the caller blocks on done
+	users   atomic.Int32 // workers holding the job (claim → work)
+	done    chan struct{}
+	posted  int64 // unix nanoseconds
 }
 
-// spinFor is how long an idle worker, or a caller waiting for its
-// workers, polls before it blocks. Handing a chunk to a parked goroutine
-// and waking a parked caller each cost about 20 µs here (futex wake-ups,
-// measured by BenchmarkParallel), which is more than a whole decode-step
-// matrix product of a small model; a decode step calls Parallel every few
-// microseconds, so its workers never park.
-const spinFor = 50 * time.Microsecond
-
-// worker is one persistent goroutine. The caller publishes job, then
-// bumps seq; the worker runs it and stores seq to done. parked is set
-// while the worker blocks on wake; the caller checks it after bumping seq
-// and the worker checks seq after setting it, so (atomics being
-// sequentially consistent) one of them sees the other and no wake-up is
-// lost. A stale token in wake only costs one extra check.
-type worker struct {
-	job    span
-	seq    atomic.Uint64
-	done   atomic.Uint64
-	parked atomic.Bool
-	wake   chan struct{} // buffered 1
-}
-
-// pool is the process-wide set of workers. mu is held for the whole of a
-// call; workers grows (never shrinks) to GOMAXPROCS-1.
-type pool struct {
-	mu      sync.Mutex
-	workers []*worker
-}
-
-var workers pool
-
-// run splits [0,n) into k chunks, hands chunks 1…k-1 to workers, runs chunk
-// 0 itself and waits. p.mu is held on entry and released on return.
-func (p *pool) run(n, k int, fn func(lo, hi int)) {
-	defer p.mu.Unlock()
-	for len(p.workers) < k-1 {
-		w := &worker{wake: make(chan struct{}, 1)}
-		p.workers = append(p.workers, w)
-		go w.loop()
-	}
-	for i := 1; i < k; i++ {
-		w := p.workers[i-1]
-		w.job = span{fn, i * n / k, (i + 1) * n / k}
-		w.seq.Add(1)
-		if w.parked.Load() {
+// work runs unclaimed chunks of j until none is left; it reports whether
+// it ran any.
+func (j *job) work() bool {
+	ran := false
+	for {
+		i := int(j.next.Add(1)) - 1
+		if i >= j.k {
+			return ran
+		}
+		ran = true
+		j.fn(i*j.n/j.k, (i+1)*j.n/j.k)
+		if j.left.Add(-1) == 0 && j.waiting.Load() {
 			select {
-			case w.wake <- struct{}{}:
+			case j.done <- struct{}{}:
 			default:
 			}
 		}
 	}
-	defer p.wait(k) // also on a panic in chunk 0, before mu is released
-	fn(0, n/k)
 }
 
-// wait returns when workers 0…k-2 have finished their current job,
-// polling (and yielding to other goroutines) rather than blocking: see
-// spinFor.
-func (p *pool) wait(k int) {
-	for _, w := range p.workers[:k-1] {
-		for w.done.Load() != w.seq.Load() {
-			runtime.Gosched()
+// post publishes a call of k chunks and wakes parked workers for it.
+func (p *Pool) post(n, k int, fn func(lo, hi int)) *job {
+	p.mu.Lock()
+	for len(p.workers) < p.size {
+		w := &worker{p: p, wake: make(chan struct{}, 1)}
+		p.workers = append(p.workers, w)
+		go w.loop()
+	}
+	var j *job
+	for i := len(p.free) - 1; i >= 0; i-- {
+		if p.free[i].users.Load() == 0 { // no worker still looks at it
+			j = p.free[i]
+			p.free = append(p.free[:i], p.free[i+1:]...)
+			break
 		}
 	}
+	if j == nil {
+		j = &job{done: make(chan struct{}, 1)}
+	}
+	j.fn, j.n, j.k = fn, n, k
+	j.next.Store(0)
+	j.left.Store(int32(k))
+	j.waiting.Store(false)
+	j.posted = time.Now().UnixNano()
+	p.jobs = append(p.jobs, j)
+	p.seq.Add(1)
+	wake := k - 1
+	for _, w := range p.workers {
+		if wake == 0 {
+			break
+		}
+		if w.parked.Load() {
+			select {
+			case w.wake <- struct{}{}:
+				wake--
+			default:
+			}
+		}
+	}
+	p.mu.Unlock()
+	return j
 }
 
-// loop is a worker's life: poll for a new job for spinFor, then block
-// until woken; run the job; repeat. The polls yield (runtime.Gosched):
-// a tight loop that keeps its P measured 7× slower hand-offs, as woken
-// goroutines then wait to be stolen from a busy P.
-func (w *worker) loop() {
-	var last uint64
-	for {
+// wait returns when every chunk of j has finished, then retires j. It
+// polls for up to spinFor (unless the machine is busy), then blocks.
+func (p *Pool) wait(j *job) {
+	if j.left.Load() != 0 && p.polling() {
 		t0 := time.Now()
-		for i := 0; w.seq.Load() == last; i++ {
+		for i := 0; j.left.Load() != 0; i++ {
 			if i%64 == 63 && time.Since(t0) > spinFor {
-				w.parked.Store(true)
-				if w.seq.Load() == last {
-					<-w.wake
-				}
-				w.parked.Store(false)
-				t0 = time.Now()
-				continue
+				break
 			}
 			runtime.Gosched()
 		}
-		last = w.seq.Load()
-		j := w.job
-		j.fn(j.lo, j.hi)
-		w.done.Store(last)
+	}
+	if j.left.Load() != 0 {
+		j.waiting.Store(true)
+		if j.left.Load() != 0 {
+			<-j.done
+		}
+	}
+	p.mu.Lock()
+	for i, x := range p.jobs {
+		if x == j {
+			p.jobs = append(p.jobs[:i], p.jobs[i+1:]...)
+			break
+		}
+	}
+	select { // a wake-up that raced with the last check
+	case <-j.done:
+	default:
+	}
+	j.fn = nil
+	p.free = append(p.free, j)
+	p.mu.Unlock()
+}
+
+// polling reports whether waiting goroutines may poll now.
+func (p *Pool) polling() bool { return time.Now().UnixNano() >= p.quietTill.Load() }
+
+// claim returns the oldest job with unclaimed chunks, or nil. The caller
+// must call j.users.Add(-1) when it stops looking at j.
+func (p *Pool) claim() *job {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, j := range p.jobs {
+		if int(j.next.Load()) < j.k {
+			j.users.Add(1)
+			return j
+		}
+	}
+	return nil
+}
+
+// worker is one persistent goroutine. parked is set while it blocks on
+// wake; a poster checks it after publishing a job and the worker checks
+// for jobs after setting it, so (atomics being sequentially consistent)
+// one of them sees the other and no wake-up is lost. A stale token in
+// wake only costs one extra look.
+type worker struct {
+	p      *Pool
+	parked atomic.Bool
+	wake   chan struct{} // buffered 1
+}
+
+// loop is a worker's life: help with posted jobs; when there are none,
+// poll for up to spinFor (unless the machine is busy), then block.
+//
+// A job found right after polling measures the machine: if it was posted
+// more than busyLatency earlier, the operating system did not run this
+// polling goroutine in time, and the pool stops polling for busyBackoff.
+func (w *worker) loop() {
+	p := w.p
+	polled := false
+	for {
+		seen := p.seq.Load()
+		if j := p.claim(); j != nil {
+			late := time.Now().UnixNano()-j.posted > int64(busyLatency)
+			if j.work() && polled && late {
+				p.quietTill.Store(time.Now().Add(busyBackoff).UnixNano())
+			}
+			j.users.Add(-1)
+			polled = false
+			continue
+		}
+		if p.polling() {
+			t0 := time.Now()
+			for i := 0; p.seq.Load() == seen; i++ {
+				if i%64 == 63 && time.Since(t0) > spinFor {
+					break
+				}
+				runtime.Gosched()
+			}
+			if p.seq.Load() != seen {
+				polled = true
+				continue
+			}
+		}
+		w.parked.Store(true)
+		if p.seq.Load() == seen {
+			<-w.wake
+		}
+		w.parked.Store(false)
+		polled = false
 	}
 }

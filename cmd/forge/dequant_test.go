@@ -78,7 +78,8 @@ func TestDequantizePPLErrors(t *testing.T) {
 		{"bad dtype", []string{"dequantize", tiny, "--out", filepath.Join(dir, "o"), "--dtype", "f8"}, "dtype"},
 		{"bad shard size", []string{"dequantize", tiny, "--out", filepath.Join(dir, "o"), "--shard-size", "4XB"}, "4XB"},
 		{"ppl short text", []string{"ppl", "--model", tiny, "--data", short, "--ctx", "64"}, "too short"},
-		{"ppl ctx 1", []string{"ppl", "--model", tiny, "--data", short, "--ctx", "1"}, "--ctx 1"},
+		{"ppl ctx 1", []string{"ppl", "--model", tiny, "--data", short, "--ctx", "1"}, "at least 2"},
+		{"ppl ctx 0", []string{"ppl", "--model", tiny, "--data", short, "--ctx", "0"}, "--ctx 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

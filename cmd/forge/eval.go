@@ -12,24 +12,31 @@ import (
 
 // TraceCmd is `forge trace`.
 type TraceCmd struct {
-	Model    string   `required:"" type:"existingdir" help:"Reference: Hugging Face checkpoint or bundle directory."`
-	Data     []string `required:"" placeholder:"FILE[:ROWS]" sep:"none" help:"Token source, repeatable: .txt text, .jsonl chat, .json/.npy token rows; ROWS rows sampled with --seed (tokenized as calibration is). With --lcpp: one text file, read whole."`
-	Out      string   `required:"" help:"Trace file to write (safetensors; with --lcpp --llamacpp, llama.cpp's base layout)."`
-	Seq      int      `default:"512" help:"Tokens per row."`
-	TopK     int      `name:"topk" default:"0" help:"Store the top-K log-probs and the tail mass per position (0: the full log-softmax)."`
-	Seed     uint64   `default:"0" help:"Seed for row sampling."`
-	LCPP     bool     `name:"lcpp" help:"llama.cpp --kl-divergence-base compatible base: windows of --ctx tokens, second half scored, logits as uint16."`
-	Ctx      int      `default:"512" help:"Window length n_ctx for --lcpp."`
-	LlamaCpp bool     `name:"llamacpp" help:"With --lcpp: write llama.cpp's own binary base layout."`
+	Model     string   `required:"" type:"existingdir" help:"Reference: Hugging Face checkpoint or bundle directory."`
+	Data      []string `required:"" placeholder:"FILE[:ROWS]" sep:"none" help:"Token source, repeatable: .txt text, .jsonl chat, .json/.npy token rows; ROWS rows sampled with --seed (tokenized as calibration is). With --lcpp: one text file, read whole."`
+	Out       string   `required:"" help:"Trace file to write (safetensors; with --lcpp --llamacpp, llama.cpp's base layout)."`
+	Seq       int      `default:"512" help:"Tokens per row."`
+	TopK      int      `name:"topk" default:"0" help:"Store the top-K log-probs and the tail mass per position (0: the full log-softmax)."`
+	Seed      uint64   `default:"0" help:"Seed for row sampling."`
+	LCPP      bool     `name:"lcpp" help:"llama.cpp --kl-divergence-base compatible base: windows of --ctx tokens, second half scored, logits as uint16."`
+	Ctx       int      `default:"512" help:"Window length n_ctx for --lcpp."`
+	LlamaCpp  bool     `name:"llamacpp" help:"With --lcpp: write llama.cpp's own binary base layout."`
+	Overwrite bool     `help:"Replace an existing trace that forge wrote."`
 }
 
 func (c *TraceCmd) Run(ctx context.Context) error {
+	if err := positive("--seq", c.Seq, "--ctx", c.Ctx); err != nil {
+		return err
+	}
+	if c.TopK < 0 {
+		return fmt.Errorf("--topk %d: want 0 (full distributions) or a positive K", c.TopK)
+	}
 	if c.LCPP {
 		if len(c.Data) != 1 {
 			return fmt.Errorf("--lcpp takes one text file in --data, got %d", len(c.Data))
 		}
 		err := forge.TraceLCPP(ctx, forge.LCPPTraceConfig{Model: c.Model, Data: c.Data[0], Out: c.Out, Ctx: c.Ctx,
-			LlamaCpp: c.LlamaCpp, Progress: progress.New("trace", false).Set})
+			LlamaCpp: c.LlamaCpp, Overwrite: c.Overwrite, Progress: progress.New("trace", false).Set})
 		if err == nil {
 			fmt.Printf("wrote %s\n", c.Out)
 		}
@@ -39,7 +46,7 @@ func (c *TraceCmd) Run(ctx context.Context) error {
 		return fmt.Errorf("--llamacpp needs --lcpp")
 	}
 	rep, err := forge.Trace(ctx, forge.TraceConfig{
-		Model: c.Model, Data: c.Data, Out: c.Out, Seq: c.Seq, TopK: c.TopK, Seed: c.Seed,
+		Model: c.Model, Data: c.Data, Out: c.Out, Seq: c.Seq, TopK: c.TopK, Seed: c.Seed, Overwrite: c.Overwrite,
 		Progress: progress.New("trace", false).Set,
 	})
 	if err != nil {
@@ -69,6 +76,7 @@ type EvalCmd struct {
 	Layers    string `help:"Ablation layers: LO-HI or one layer (default all)."`
 	LCPP      bool   `name:"lcpp" help:"The trace is a llama.cpp-compatible base (forge trace --lcpp, or llama-perplexity --kl-divergence-base): print llama.cpp's statistics."`
 	Ctx       int    `help:"With --lcpp: the n_ctx the base must have (0: whatever it has)."`
+	Overwrite bool   `help:"Replace existing report files that forge wrote."`
 }
 
 func (c *EvalCmd) Run(ctx context.Context) error {
@@ -76,8 +84,11 @@ func (c *EvalCmd) Run(ctx context.Context) error {
 		if c.Reference != "" || c.KLOut != "" || c.Markdown != "" {
 			return fmt.Errorf("--lcpp prints llama.cpp's report: --reference, --kl-out and --markdown do not apply")
 		}
+		if c.Ctx < 0 {
+			return fmt.Errorf("--ctx %d: want > 0 (or 0: whatever the base has)", c.Ctx)
+		}
 		_, err := forge.EvalLCPP(ctx, forge.LCPPEvalConfig{Trace: c.Trace, Model: c.Model, Ctx: c.Ctx, Out: os.Stdout,
-			JSON: c.JSON, Progress: progress.New("eval", false).Set})
+			JSON: c.JSON, Overwrite: c.Overwrite, Progress: progress.New("eval", false).Set})
 		return err
 	}
 	if c.Reference == "" && (c.Parts != "" || c.Layers != "") {
@@ -85,7 +96,7 @@ func (c *EvalCmd) Run(ctx context.Context) error {
 	}
 	rep, err := forge.Evaluate(ctx, forge.EvalConfig{
 		Trace: c.Trace, Model: c.Model, JSON: c.JSON, KLOut: c.KLOut, Markdown: c.Markdown,
-		Reference: c.Reference, Parts: c.Parts, Layers: c.Layers,
+		Reference: c.Reference, Parts: c.Parts, Layers: c.Layers, Overwrite: c.Overwrite,
 		Progress: progress.New("eval", false).Set,
 		Log:      func(line string) { fmt.Fprintln(os.Stderr, line) },
 	})
@@ -97,10 +108,11 @@ func (c *EvalCmd) Run(ctx context.Context) error {
 
 // CompareCmd is `forge eval compare A.json B.json …`.
 type CompareCmd struct {
-	Reports []string `arg:"" type:"existingfile" help:"Reports written by forge eval --json."`
-	KL      string   `name:"kl" help:"Per-position KL files (forge eval --kl-out), comma-separated, one per report in order."`
-	OutDir  string   `name:"out-dir" help:"Directory for compare.md and the plots (default: the first report's)."`
-	Parts   bool     `help:"Require the ablation chart (reports from forge eval --reference)."`
+	Reports   []string `arg:"" type:"existingfile" help:"Reports written by forge eval --json."`
+	KL        string   `name:"kl" help:"Per-position KL files (forge eval --kl-out), comma-separated, one per report in order."`
+	OutDir    string   `name:"out-dir" help:"Directory for compare.md and the plots (default: the first report's)."`
+	Parts     bool     `help:"Require the ablation chart (reports from forge eval --reference)."`
+	Overwrite bool     `help:"Replace compare.md and plots that forge wrote earlier."`
 }
 
 func (c *CompareCmd) Run(ctx context.Context) error {
@@ -108,6 +120,32 @@ func (c *CompareCmd) Run(ctx context.Context) error {
 	if c.KL != "" {
 		kl = strings.Split(c.KL, ",")
 	}
-	_, err := forge.Compare(ctx, forge.CompareConfig{Reports: c.Reports, KL: kl, OutDir: c.OutDir, Parts: c.Parts, Out: os.Stdout})
+	_, err := forge.Compare(ctx, forge.CompareConfig{Reports: c.Reports, KL: kl, OutDir: c.OutDir, Parts: c.Parts,
+		Overwrite: c.Overwrite, Out: os.Stdout})
 	return err
+}
+
+// positive refuses flag values ≤ 0: pairs of a flag name and its value.
+// (Zero means "the default" in the forge package's configs; on the command
+// line the defaults are already filled in, so a 0 there is a mistake.)
+func positive(pairs ...any) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if v := pairs[i+1].(int); v <= 0 {
+			return fmt.Errorf("%s %d: want a positive number", pairs[i], v)
+		}
+	}
+	return nil
+}
+
+// Help shows the default command's usage under `forge eval --help`, where
+// kong lists only the subcommands.
+func (*EvalGroup) Help() string {
+	return `Scoring is the default command: forge eval --trace T --model M is forge eval score.
+
+  forge eval --trace TRACE --model CANDIDATE [--json OUT.json] [--kl-out KL.npy] [--markdown OUT.md]
+  forge eval --trace TRACE --model BUNDLE --reference REF --parts mlp --layers 4-7     (ablation)
+  forge eval --lcpp --trace BASE --model CANDIDATE                                   (llama.cpp's statistics)
+  forge eval compare A.json B.json --kl a.npy,b.npy --out-dir DIR
+
+Run 'forge eval score --help' for every scoring flag.`
 }

@@ -4,13 +4,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
+	"syscall"
 
 	"github.com/alecthomas/kong"
 
 	"forge"
+	"forge/internal/budget"
+	"forge/internal/outpath"
 )
 
 type cli struct {
@@ -30,16 +35,90 @@ type cli struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	interrupts(cancel)
 	var c cli
-	k := kong.Parse(&c, kong.Name("forge"),
+	parser, err := kong.New(&c, kong.Name("forge"),
 		kong.Description("forge: quantize, evaluate and run Qwen3.5 hybrid models."),
 		kong.Vars{"version": forge.Version},
-		kong.BindTo(ctx, (*context.Context)(nil)),
-		kong.UsageOnError())
-	if err := k.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "forge:", err)
-		os.Exit(1)
+		kong.BindTo(ctx, (*context.Context)(nil)))
+	if err != nil {
+		panic(err) // the CLI's own definition is wrong
 	}
+	k, err := parser.Parse(os.Args[1:])
+	if err != nil {
+		usageError(parser, err)
+	}
+	if err := k.Run(); err != nil {
+		os.Exit(report(ctx, err))
+	}
+}
+
+// interrupts makes SIGINT and SIGTERM cancel ctx, so that every job stops
+// at its next check, removes its temporary files and says so; a second
+// signal ends the process at once (the next run removes what it left).
+func interrupts(cancel context.CancelFunc) {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "\nforge: %v: stopping (again to stop at once)\n", s)
+		cancel()
+		<-sig
+		fmt.Fprintln(os.Stderr, "forge: stopped at once")
+		os.Exit(130)
+	}()
+}
+
+// usageError prints a parse error, the command's usage line and where the
+// full help is, instead of the whole help text.
+func usageError(parser *kong.Kong, err error) {
+	fmt.Fprintf(os.Stderr, "forge: error: %v\n", err)
+	var pe *kong.ParseError
+	cmd := "forge"
+	if errors.As(err, &pe) && pe.Context != nil {
+		if sel := pe.Context.Selected(); sel != nil {
+			cmd = "forge " + sel.Path()
+		}
+	}
+	fmt.Fprintf(os.Stderr, "run '%s --help' for usage\n", cmd)
+	os.Exit(2)
+}
+
+// report prints a job's error with what the user can do about it and
+// returns the exit status: 130 after an interrupt, 1 otherwise.
+func report(ctx context.Context, err error) int {
+	interrupted := ctx.Err() != nil && errors.Is(err, context.Canceled)
+	if interrupted {
+		fmt.Fprintln(os.Stderr, "forge: interrupted; no output was written")
+	} else {
+		fmt.Fprintf(os.Stderr, "forge: %v\n", err)
+	}
+	switch {
+	case errors.Is(err, outpath.ErrExists):
+		fmt.Fprintln(os.Stderr, "  pass --overwrite to replace it (forge only replaces what it wrote itself)")
+	case errors.Is(err, outpath.ErrNotOwned):
+		fmt.Fprintln(os.Stderr, "  forge only replaces its own outputs: choose another path, or move that one away yourself")
+	case errors.Is(err, budget.ErrTooLarge):
+		fmt.Fprintln(os.Stderr, "  this machine cannot hold it: choose smaller sizes")
+	}
+	var kept *forge.WorkKeptError
+	if errors.As(err, &kept) {
+		fmt.Fprintf(os.Stderr, "  %s (%s) was kept: run the same command with --resume to continue,\n  or remove it with: rm -r %s\n",
+			kept.Dir, budget.Bytes(kept.Bytes), shellQuote(kept.Dir))
+	}
+	if interrupted {
+		return 130
+	}
+	return 1
+}
+
+func shellQuote(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -73,7 +73,7 @@ func TestTokenizeThenLogits(t *testing.T) {
 	os.WriteFile(tok, []byte(ids), 0o644)
 	var lines []string
 	for _, mode := range [][]string{nil, {"--decode"}} {
-		out, err := run(t, append([]string{"logits", "--model", tiny, "--tokens", tok, "--out", filepath.Join(dir, "o.safetensors")}, mode...)...)
+		out, err := run(t, append([]string{"logits", "--model", tiny, "--tokens", tok, "--out", filepath.Join(dir, "o.safetensors"), "--overwrite"}, mode...)...)
 		if err != nil {
 			t.Fatal(err, out)
 		}
@@ -103,7 +103,7 @@ func TestErrors(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, "unexpected argument"},
 		{"snr bad shape", []string{"snr", "--gaussian", "4096by4096", "--formats", "LUT4 per-tensor + pcs"}, "ROWSxCOLS"},
 		{"snr bad format", []string{"snr", "--gaussian", "64x64", "--formats", "LUT5 per-tensor + pcs"}, "LUT5"},
-		{"snr bad regexp", []string{"snr", "--model", tiny, "--tensors", "(", "--formats", "LUT4 per-tensor + pcs"}, "--tensors"},
+		{"snr bad regexp", []string{"snr", "--model", tiny, "--tensors", "(", "--formats", "LUT4 per-tensor + pcs"}, "tensor pattern"},
 		{"snr no match", []string{"snr", "--model", tiny, "--tensors", "nothing", "--formats", "LUT4 per-tensor + pcs"}, "no matrix"},
 		{"snr both sources", []string{"snr", "--model", tiny, "--gaussian", "8x8", "--formats", "LUT4 per-tensor + pcs"}, "--gaussian"},
 		{"quantize bad format", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "vector 2x17 + pcs"}, "2x17"},
@@ -206,7 +206,8 @@ func TestTraceEval(t *testing.T) {
 	}{
 		{[]string{"eval", "--trace", trace, "--model", filepath.Join("..", "..", "testdata", "qwen35-tiny-random")}, "vocabulary"},
 		{[]string{"eval", "--trace", cut, "--model", tiny}, "cut.trace"},
-		{[]string{"trace", "--model", tiny, "--data", data + ":3", "--seq", "8", "--topk", "9999", "--out", trace}, "top-K"},
+		{[]string{"trace", "--model", tiny, "--data", data + ":3", "--seq", "8", "--topk", "9999", "--out", trace + "2"}, "top-K"},
+		{[]string{"trace", "--model", tiny, "--data", data + ":3", "--seq", "8", "--out", trace}, "already exists"},
 	} {
 		if out, err := run(t, c.args...); err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("%v: %v, output %q lacks %q", c.args, err, out, c.want)

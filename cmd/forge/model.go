@@ -8,6 +8,7 @@ import (
 
 	"forge"
 	"forge/checkpoint"
+	"forge/internal/budget"
 	"forge/internal/progress"
 	"forge/tokenizer"
 )
@@ -33,14 +34,16 @@ func (c *InspectCmd) Run() error {
 
 // LogitsCmd is `forge logits`.
 type LogitsCmd struct {
-	Model  string `required:"" type:"existingdir" help:"Checkpoint or bundle directory."`
-	Tokens string `required:"" type:"existingfile" help:"JSON list of token ids, or a list of such lists."`
-	Out    string `required:"" help:"Output .safetensors file."`
-	Decode bool   `help:"Compute one token at a time (recurrent form) instead of one prefill."`
+	Model     string `required:"" type:"existingdir" help:"Checkpoint or bundle directory."`
+	Tokens    string `required:"" type:"existingfile" help:"JSON list of token ids, or a list of such lists."`
+	Out       string `required:"" help:"Output .safetensors file."`
+	Decode    bool   `help:"Compute one token at a time (recurrent form) instead of chunked prefill."`
+	Overwrite bool   `help:"Replace an existing logits file that forge wrote."`
 }
 
 func (c *LogitsCmd) Run(ctx context.Context) error {
-	rep, err := forge.Logits(ctx, forge.LogitsConfig{Model: c.Model, Tokens: c.Tokens, Out: c.Out, Decode: c.Decode})
+	rep, err := forge.Logits(ctx, forge.LogitsConfig{Model: c.Model, Tokens: c.Tokens, Out: c.Out, Decode: c.Decode,
+		Overwrite: c.Overwrite, Progress: progress.New("logits", false).Set})
 	if err != nil {
 		return err
 	}
@@ -67,10 +70,10 @@ type SynthCmd struct {
 }
 
 func (c *SynthCmd) Run(ctx context.Context) error {
-	raw, err := os.ReadFile(c.Config)
+	raw, err := budget.ReadFile(c.Config, budget.MaxConfigFile)
 	if err != nil {
 		return err
 	}
-	opt := checkpoint.SynthOptions{Seed: c.Seed, Progress: progress.New("synth", true).Set}
+	opt := checkpoint.SynthOptions{Seed: c.Seed, Version: forge.Version, Progress: progress.New("synth", true).Set}
 	return checkpoint.Synth(ctx, raw, c.Out, opt)
 }

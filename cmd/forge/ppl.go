@@ -21,6 +21,9 @@ type PPLCmd struct {
 }
 
 func (c *PPLCmd) Run(ctx context.Context) error {
+	if err := positive("--ctx", c.Ctx); err != nil {
+		return err
+	}
 	rep, err := forge.PPL(ctx, forge.PPLConfig{Model: c.Model, Data: c.Data, Ctx: c.Ctx, Seed: c.Seed,
 		Progress: progress.New("ppl", false).Set})
 	if err != nil {

@@ -34,6 +34,12 @@ type QuantizeCmd struct {
 }
 
 func (c *QuantizeCmd) Run(ctx context.Context) error {
+	if err := positive("--seq", c.Seq); err != nil {
+		return err
+	}
+	if c.HoldOut < 0 || c.LowRankRank < 0 {
+		return fmt.Errorf("--holdout and --lowrank-rank must not be negative")
+	}
 	err := forge.Quantize(ctx, forge.QuantizeConfig{
 		Model: c.Model, Out: c.Out, Format: c.Format, Plan: c.Plan, Method: c.Method, AW: c.AW,
 		Hadamard: c.Hadamard, Calib: c.Calib, Seq: c.Seq, HoldOut: c.HoldOut,

@@ -16,7 +16,7 @@ import (
 // WriteFile atomically replaces path with data (mode 0644): either the old
 // contents or the complete new ones are there afterwards, never a mix.
 func WriteFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-")
+	f, err := CreateTemp(path)
 	if err != nil {
 		return err
 	}
