@@ -19,8 +19,12 @@
 // and Summarize (report.go) reduces them to a Report: mean ± standard
 // error, percentiles by llama.cpp's rule (Percentile), top-1 agreement,
 // perplexities and Δp statistics. The per-position KL can be written as a
-// float32 .npy (npy.go). A trace says which definition it holds; results of
-// different definitions are not comparable.
+// float32 .npy (npy.go), 1-D in trace order; the Report (and its JSON)
+// lays it out in rows: row_positions, the scored positions of each row,
+// and sources, the data files the rows came from in order with their row
+// counts (from the trace's recipe; Trace.RowPositions, Trace.Sources). A
+// trace says which definition it holds; results of different definitions
+// are not comparable.
 //
 // # Trace file
 //
@@ -95,6 +99,9 @@
 //
 // compare*.go and plot.go set Reports (their JSON) side by side, grouped by
 // definition, as a terminal or Markdown table, and draw with gonum/plot
-// (PNG and SVG): the KL CDF of each run, the per-position KL along the
-// trace, and for ablations the mean and p99 KL per part or layer band.
+// (PNG and SVG): the KL CDF of each run, KL by position within a row (one
+// panel per data source, per run the mean over rows with a ± s.e. band;
+// plot_rows.go; reports without row_positions fall back to KL along the
+// trace, with a note), and for ablations the mean and p99 KL per part or
+// layer band.
 package eval
