@@ -40,8 +40,9 @@ type Trace struct {
 // nothing missing and nothing extra. It does not read the rows' data: a
 // row's checksum (version ≥ 2) is verified when the row is first read
 // (Tokens, Score), so opening stays cheap for a trace of many gigabytes
-// and each row's bytes are read once, just before they are used. Errors
-// name the file and wrap ErrTrace (or a safetensors error).
+// and a row is checked just before it is decoded, which then finds its
+// pages already read. Errors name the file and wrap ErrTrace (or a
+// safetensors error).
 func OpenTrace(path string) (*Trace, error) {
 	f, err := safetensors.Open(path)
 	if errors.Is(err, safetensors.ErrFormat) {
