@@ -52,6 +52,11 @@ type ComparedRun struct {
 
 	KLPath string    // the per-position KL .npy, "" when none was given
 	KL     []float32 // [NPositions] per-position KL in nats; nil when KLPath is ""
+
+	// RowPositions and Sources are the report's row layout (Report);
+	// nil in a report written before forge eval recorded them.
+	RowPositions []int
+	Sources      []RowSource
 }
 
 // Ablation reports whether the run quantized only some parts or layers.
@@ -127,6 +132,9 @@ type reportJSON struct {
 	Model      looseString `json:"model"`
 	Parts      looseString `json:"parts"`
 	Layers     looseString `json:"layers"`
+
+	RowPositions []int       `json:"row_positions"`
+	Sources      []RowSource `json:"sources"`
 }
 
 // looseString reads a JSON string as itself, an array of strings or
@@ -196,7 +204,7 @@ func readComparedRun(path string) (*ComparedRun, error) {
 		Parts: string(j.Parts), Layers: string(j.Layers),
 		NPositions: j.NPositions, MeanKL: j.MeanKL, MedianKL: j.MedianKL, P90KL: j.P90KL, P99KL: j.P99KL,
 		P999KL: j.P999KL, MaxKL: j.MaxKL, Top1: j.Top1, PPL: j.PPL, RefPPL: j.RefPPL,
-		MeanDeltaP: j.MeanDeltaP, Bytes: j.Bytes, BPW: j.BPW,
+		MeanDeltaP: j.MeanDeltaP, Bytes: j.Bytes, BPW: j.BPW, RowPositions: j.RowPositions, Sources: j.Sources,
 	}
 	if err := r.check(); err != nil {
 		return nil, fmt.Errorf("compare: report %s: %v: %w", path, err, ErrCompareInput)
@@ -218,7 +226,7 @@ func (r *ComparedRun) check() error {
 	case r.Bytes < 0 || r.BPW < 0:
 		return fmt.Errorf("negative size (bytes %d, bpw %g)", r.Bytes, r.BPW)
 	}
-	return nil
+	return checkRowLayout(r.RowPositions, r.Sources, r.NPositions)
 }
 
 // attachKL reads r's per-position KL from path and checks that it matches

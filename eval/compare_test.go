@@ -23,10 +23,12 @@ import (
 
 // synthRun describes a synthetic evaluation: KL drawn as scale·Exp(1) at
 // n positions, so mean ≈ scale, median ≈ scale·ln 2, p99 ≈ scale·ln 100.
+// rows > 0 gives the report a row layout: rows rows of n/rows positions,
+// the first half from code.txt, the rest from prose.txt.
 type synthRun struct {
 	name, definition, parts, layers string
 	scale                           float64
-	n                               int
+	n, rows                         int
 	bytes                           int64
 	bpw, top1, ppl                  float64
 }
@@ -85,6 +87,10 @@ func writeSynth(t *testing.T, dir string, s synthRun, seed uint64, withKL bool) 
 	if s.layers != "" {
 		fields["layers"] = s.layers
 	}
+	if s.rows > 0 {
+		fields["row_positions"] = slices.Repeat([]int{s.n / s.rows}, s.rows)
+		fields["sources"] = []RowSource{{"data/code.txt", s.rows / 2}, {"data/prose.txt", s.rows - s.rows/2}}
+	}
 	report = filepath.Join(dir, s.name+".json")
 	writeJSON(t, report, fields)
 	if withKL {
@@ -140,9 +146,9 @@ func writeNPY(t *testing.T, path string, kl []float32, major byte) {
 
 // threeRuns are three candidates of one definition; two are ablations.
 var threeRuns = []synthRun{
-	{name: "lut4", definition: "forge top-256+tail", scale: 0.05, n: 4000, bytes: 1_500_000_000, bpw: 4.25, top1: 0.93, ppl: 7.5},
-	{name: "abl_mlp", definition: "forge top-256+tail", parts: "mlp", scale: 0.02, n: 4000, bytes: 1_200_000_000, bpw: 3.5, top1: 0.955, ppl: 7.3},
-	{name: "band_24-31", definition: "forge top-256+tail", parts: "mlp", layers: "24-31", scale: 0.004, n: 4000, bytes: 2_000_000, bpw: 2.5, top1: 0.99125, ppl: 7.26},
+	{name: "lut4", definition: "forge top-256+tail", scale: 0.05, n: 4000, rows: 16, bytes: 1_500_000_000, bpw: 4.25, top1: 0.93, ppl: 7.5},
+	{name: "abl_mlp", definition: "forge top-256+tail", parts: "mlp", scale: 0.02, n: 4000, rows: 16, bytes: 1_200_000_000, bpw: 3.5, top1: 0.955, ppl: 7.3},
+	{name: "band_24-31", definition: "forge top-256+tail", parts: "mlp", layers: "24-31", scale: 0.004, n: 4000, rows: 16, bytes: 2_000_000, bpw: 2.5, top1: 0.99125, ppl: 7.26},
 }
 
 // writeRuns writes runs into a fresh directory and returns the paths.
@@ -305,10 +311,14 @@ func TestComparePlots(t *testing.T) {
 				t.Errorf("%s: %v", f, err)
 				continue
 			}
-			// The parts figure stacks two panels: 1.5 × the height.
+			// The parts figure stacks two panels: 1.5 × the height; the
+			// position figure one panel per source under its title.
 			h := wantH
 			if strings.Contains(f, "kl-parts") {
 				h = wantH * 3 / 2
+			}
+			if strings.Contains(f, "kl-position") {
+				h = int((titleHeight + 2*panelHeight) / vg.Inch * plotDPI)
 			}
 			if cfg.Width != wantW || cfg.Height != h {
 				t.Errorf("%s: %d×%d pixels, want %d×%d", f, cfg.Width, cfg.Height, wantW, h)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,16 +20,23 @@ import (
 //
 // LCPPForge, a safetensors file (the default):
 //
-//	__metadata__                 format = "forge-lcpp-base", lcpp_version = "1", definition,
+//	__metadata__                 format = "forge-lcpp-base", lcpp_version = "2", definition,
 //	                             n_ctx, n_vocab, n_chunk, bos (−1: none), and the writer's
 //	                             provenance (model, model_fingerprint, data, forge_version, …)
 //	tokens                       I32 [n_chunk·n_ctx]  the text's tokens (no BOS replacement)
+//	tokens.crc32c                U8 [4]  CRC-32C of tokens' bytes, little-endian
 //	window.{i}.codes             I16 [scored, n_vocab] the uint16 codes, bit for bit (forge's
 //	                             safetensors package has no U16; read them back as uint16)
 //	window.{i}.scale             F32 [scored]
 //	window.{i}.min_log_prob      F32 [scored]
+//	window.{i}.crc32c            U8 [4]  CRC-32C of the window's three tensors' bytes, in
+//	                             this order (contiguous in the file), little-endian
 //
 // for i = 0 … n_chunk−1 in that order, scored = n_ctx − 1 − n_ctx/2.
+// OpenLCPPBase verifies the tokens' checksum, ReadWindow a window's, and
+// either refuses a mismatch with an error wrapping ErrChecksum that names
+// the file and the window. Version 1 files (written before lcpp_version 2)
+// have no crc32c tensors and are still read, unverified.
 //
 // LCPPLlamaCpp, llama.cpp's own --kl-divergence-base file (perplexity.cpp,
 // perplexity() with params.logits_file, read back by kl_divergence()), all
@@ -42,8 +50,9 @@ import (
 //	                             min_log_prob (float32, 2 slots), n_vocab codes, one zero
 //	                             slot when n_vocab is odd
 //
-// It carries no BOS rule and no provenance; a file shorter or longer than
-// these sizes is refused.
+// It carries no BOS rule, no provenance and no checksum, and cannot gain
+// any: llama-perplexity reads exactly these bytes and checks the file's
+// size. A file shorter or longer than these sizes is refused.
 
 // LCPPFormat is a base file's layout.
 type LCPPFormat int
@@ -68,7 +77,7 @@ const LCPPBOSUnknown = -2
 const (
 	lcppMagic       = "_logits_"
 	lcppFormatName  = "forge-lcpp-base"
-	lcppVersion     = "1"
+	lcppVersion     = 2  // lcpp_version written; 1 (no checksums) is read too
 	lcppBinHeader   = 20 // magic, n_ctx, n_vocab, n_chunk
 	lcppMaxElements = 1 << 50
 )
@@ -147,9 +156,21 @@ func lcppGrow[T any](s []T, n int) []T {
 }
 
 // lcppNames are window i's tensor names in the forge layout.
-func lcppNames(i int) (codes, scale, minLogProb string) {
+func lcppNames(i int) (codes, scale, minLogProb, sum string) {
 	p := "window." + strconv.Itoa(i) + "."
-	return p + "codes", p + "scale", p + "min_log_prob"
+	return p + "codes", p + "scale", p + "min_log_prob", p + "crc32c"
+}
+
+// lcppTokensSum names the tokens' checksum in the forge layout.
+const lcppTokensSum = "tokens.crc32c"
+
+// lcppSum returns the CRC-32C of the concatenated parts, little-endian.
+func lcppSum(parts ...[]byte) []byte {
+	var sum uint32
+	for _, p := range parts {
+		sum = crc32.Update(sum, castagnoli, p)
+	}
+	return binary.LittleEndian.AppendUint32(nil, sum)
 }
 
 // LCPPBaseWriter streams a base to disk window by window; the file appears
@@ -186,7 +207,7 @@ func CreateLCPPBase(path string, h LCPPHeader, format LCPPFormat) (*LCPPBaseWrit
 	for k, v := range h.Meta {
 		meta[k] = v
 	}
-	for k, v := range map[string]string{"format": lcppFormatName, "lcpp_version": lcppVersion,
+	for k, v := range map[string]string{"format": lcppFormatName, "lcpp_version": strconv.Itoa(lcppVersion),
 		"definition": LCPPDefinition, "n_ctx": strconv.Itoa(h.NCtx), "n_vocab": strconv.Itoa(h.NVocab),
 		"n_chunk": strconv.Itoa(h.NChunk), "bos": strconv.Itoa(h.BOS)} {
 		if _, ok := h.Meta[k]; ok {
@@ -194,20 +215,26 @@ func CreateLCPPBase(path string, h LCPPHeader, format LCPPFormat) (*LCPPBaseWrit
 		}
 		meta[k] = v
 	}
-	infos := []safetensors.TensorInfo{{Name: "tokens", DType: safetensors.I32, Shape: []int{len(h.Tokens)}}}
+	sum := safetensors.TensorInfo{Name: lcppTokensSum, DType: safetensors.U8, Shape: []int{4}}
+	infos := []safetensors.TensorInfo{{Name: "tokens", DType: safetensors.I32, Shape: []int{len(h.Tokens)}}, sum}
 	for i := range h.NChunk {
-		c, s, m := lcppNames(i)
+		c, s, m, sumName := lcppNames(i)
+		sum.Name = sumName
 		infos = append(infos,
 			safetensors.TensorInfo{Name: c, DType: safetensors.I16, Shape: []int{w.scored, h.NVocab}},
 			safetensors.TensorInfo{Name: s, DType: safetensors.F32, Shape: []int{w.scored}},
-			safetensors.TensorInfo{Name: m, DType: safetensors.F32, Shape: []int{w.scored}})
+			safetensors.TensorInfo{Name: m, DType: safetensors.F32, Shape: []int{w.scored}}, sum)
 	}
 	st, err := safetensors.Create(path, infos, meta)
 	if err != nil {
 		return nil, err
 	}
 	w.st = st
-	if err := st.WriteTensor("tokens", lcppAppendInt32s(nil, h.Tokens)); err != nil {
+	tokens := lcppAppendInt32s(nil, h.Tokens)
+	if err := st.WriteTensor("tokens", tokens); err == nil {
+		err = st.WriteTensor(lcppTokensSum, lcppSum(tokens))
+	}
+	if err != nil {
 		st.Abort()
 		return nil, err
 	}
@@ -247,11 +274,15 @@ func (w *LCPPBaseWriter) WriteWindow(win *LCPPBaseWindow) error {
 	}
 	var err error
 	if w.st != nil {
-		c, s, m := lcppNames(w.next)
+		c, s, m, sum := lcppNames(w.next)
 		w.scr = lcppAppendUint16s(w.scr[:0], win.Codes)
-		if err = w.st.WriteTensor(c, w.scr); err == nil {
-			if err = w.st.WriteFloat32(s, win.Scale); err == nil {
-				err = w.st.WriteFloat32(m, win.MinLogProb)
+		scale, mlp := appendF32(nil, win.Scale), appendF32(nil, win.MinLogProb)
+		for _, t := range []struct {
+			name string
+			raw  []byte
+		}{{c, w.scr}, {s, scale}, {m, mlp}, {sum, lcppSum(w.scr, scale, mlp)}} {
+			if err = w.st.WriteTensor(t.name, t.raw); err != nil {
+				break
 			}
 		}
 	} else {

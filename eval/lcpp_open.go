@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -22,12 +23,15 @@ type LCPPBase struct {
 	st     *safetensors.File // LCPPForge
 	f      *os.File          // LCPPLlamaCpp
 	buf    []byte
+	sums   bool // LCPPForge version ≥ 2: tokens and windows carry a CRC-32C
 }
 
 // OpenLCPPBase opens a base written by CreateLCPPBase or by llama.cpp's
 // `llama-perplexity --kl-divergence-base FILE -f TEXT`; the layout is told
-// by the first 8 bytes ("_logits_" for llama.cpp's). Errors wrap ErrLCPPBase
-// (or the safetensors error, which names the file and the problem).
+// by the first 8 bytes ("_logits_" for llama.cpp's). A forge base's tokens
+// are verified against their checksum here, each window's in ReadWindow.
+// Errors wrap ErrLCPPBase (or the safetensors error, which names the file
+// and the problem), and ErrChecksum for a checksum mismatch.
 func OpenLCPPBase(path string) (*LCPPBase, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -67,9 +71,11 @@ func (b *LCPPBase) readForgeHeader() error {
 	if meta["format"] != lcppFormatName {
 		return b.bad("not a llama.cpp KL base (metadata format %q, want %q)", meta["format"], lcppFormatName)
 	}
-	if v := meta["lcpp_version"]; v != lcppVersion {
-		return b.bad("lcpp_version %q, this forge reads %q", v, lcppVersion)
+	v, err := strconv.Atoi(meta["lcpp_version"])
+	if err != nil || v < 1 || v > lcppVersion {
+		return b.bad("lcpp_version %q, this forge reads 1 to %d", meta["lcpp_version"], lcppVersion)
 	}
+	b.sums = v >= 2
 	ints := map[string]*int{"n_ctx": &b.NCtx, "n_vocab": &b.NVocab, "n_chunk": &b.NChunk, "bos": &b.BOS}
 	for k, p := range ints {
 		v, err := strconv.Atoi(meta[k])
@@ -80,6 +86,9 @@ func (b *LCPPBase) readForgeHeader() error {
 	}
 	b.Meta = meta
 	if err := b.checkTensor("tokens", safetensors.I32, b.NChunk*b.NCtx); err != nil {
+		return err
+	}
+	if err := b.verify("tokens", lcppTokensSum, "tokens"); err != nil {
 		return err
 	}
 	toks, err := b.st.Int32("tokens")
@@ -95,7 +104,7 @@ func (b *LCPPBase) readForgeHeader() error {
 	}
 	scored := b.Scored()
 	for i := range b.NChunk {
-		c, s, m := lcppNames(i)
+		c, s, m, sum := lcppNames(i)
 		if err := b.checkTensor(c, safetensors.I16, scored, b.NVocab); err != nil {
 			return err
 		}
@@ -104,6 +113,40 @@ func (b *LCPPBase) readForgeHeader() error {
 				return err
 			}
 		}
+		if b.sums {
+			if err := b.checkTensor(sum, safetensors.U8, 4); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// verify checks, in a version ≥ 2 file, that the CRC-32C of the named
+// tensors' bytes, concatenated, equals the one stored in sum; what names
+// the checked part in the error.
+func (b *LCPPBase) verify(what, sum string, names ...string) error {
+	if !b.sums {
+		return nil
+	}
+	if err := b.checkTensor(sum, safetensors.U8, 4); err != nil {
+		return err
+	}
+	parts := make([][]byte, len(names))
+	for i, name := range names {
+		raw, err := b.st.Bytes(name)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrLCPPBase, err)
+		}
+		parts[i] = raw
+	}
+	stored, err := b.st.Bytes(sum)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrLCPPBase, err)
+	}
+	if got := lcppSum(parts...); !bytes.Equal(got, stored) {
+		return fmt.Errorf("%w: %s: %s: %w: the CRC-32C of its bytes is %08x, %s holds %08x (the file was damaged after it was written)",
+			ErrLCPPBase, b.Path, what, ErrChecksum, binary.LittleEndian.Uint32(got), sum, binary.LittleEndian.Uint32(stored))
 	}
 	return nil
 }
@@ -169,7 +212,8 @@ func (b *LCPPBase) binWindowOffset(i int) int64 {
 }
 
 // ReadWindow reads window i's rows into dst (resized as needed) and checks
-// each row's scale and min_log_prob are finite (scale ≥ 0).
+// each row's scale and min_log_prob are finite (scale ≥ 0) and, in a
+// forge base of lcpp_version 2, the window's checksum (ErrChecksum).
 func (b *LCPPBase) ReadWindow(i int, dst *LCPPBaseWindow) error {
 	if i < 0 || i >= b.NChunk {
 		return b.bad("window %d of %d", i, b.NChunk)
@@ -193,7 +237,10 @@ func (b *LCPPBase) ReadWindow(i int, dst *LCPPBaseWindow) error {
 }
 
 func (b *LCPPBase) readForgeWindow(i int, dst *LCPPBaseWindow) error {
-	c, s, m := lcppNames(i)
+	c, s, m, sum := lcppNames(i)
+	if err := b.verify(fmt.Sprintf("window %d", i), sum, c, s, m); err != nil {
+		return err
+	}
 	raw, err := b.st.Bytes(c)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrLCPPBase, err)

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"forge/safetensors"
 )
@@ -15,20 +17,32 @@ import (
 // ErrTrace marks a file that is not a complete, consistent forge trace.
 var ErrTrace = errors.New("not a valid forge trace")
 
+// ErrChecksum marks a trace row whose bytes do not match its stored
+// CRC-32C: the file was damaged after it was written. Such errors also
+// wrap ErrTrace.
+var ErrChecksum = errors.New("checksum mismatch")
+
 // Trace is an open trace file whose metadata and tensor layout have been
-// checked. Close it when done.
+// checked. Its methods may be called from several goroutines. Close it
+// when done.
 type Trace struct {
-	Meta Meta
-	path string
-	f    *safetensors.File
-	lens []int // tokens per row
+	Meta     Meta
+	path     string
+	f        *safetensors.File
+	lens     []int         // tokens per row
+	verified []atomic.Bool // rows whose checksum has been verified
 }
 
 // OpenTrace maps the trace at path and checks it: the safetensors header
 // and data size (a truncated or cut file fails here), the metadata (every
-// field present and consistent), and for every row the tensors of the
-// layout with their dtypes and shapes, nothing missing and nothing extra.
-// Errors name the file and wrap ErrTrace (or a safetensors error).
+// field present and consistent, layout version 1 or TraceVersion), and
+// for every row the tensors of the layout with their dtypes and shapes,
+// nothing missing and nothing extra. It does not read the rows' data: a
+// row's checksum (version ≥ 2) is verified when the row is first read
+// (Tokens, Score), so opening stays cheap for a trace of many gigabytes
+// and a row is checked just before it is decoded, which then finds its
+// pages already read. Errors name the file and wrap ErrTrace (or a
+// safetensors error).
 func OpenTrace(path string) (*Trace, error) {
 	f, err := safetensors.Open(path)
 	if errors.Is(err, safetensors.ErrFormat) {
@@ -56,10 +70,12 @@ func (t *Trace) check() error {
 	if md["forge_trace"] == "" {
 		return t.bad("no forge_trace metadata: not a trace written by forge trace")
 	}
-	if v := md["forge_trace"]; v != strconv.Itoa(TraceVersion) {
-		return t.bad("layout version %q, this forge reads %d", v, TraceVersion)
-	}
 	m := &t.Meta
+	v, err := strconv.Atoi(md["forge_trace"])
+	if err != nil || v < 1 || v > TraceVersion {
+		return t.bad("layout version %q, this forge reads 1 to %d", md["forge_trace"], TraceVersion)
+	}
+	m.Version = v
 	for _, s := range []struct {
 		key string
 		dst *string
@@ -101,7 +117,7 @@ func (t *Trace) check() error {
 func (t *Trace) checkRows() error {
 	m := &t.Meta
 	positions, count := 0, 0
-	t.lens = make([]int, m.Rows)
+	t.lens, t.verified = make([]int, m.Rows), make([]atomic.Bool, m.Rows)
 	for r := range m.Rows {
 		tokens, _, _, _, _, _ := rowNames(r)
 		info, ok := t.f.Info(tokens)
@@ -114,7 +130,7 @@ func (t *Trace) checkRows() error {
 		T := info.Shape[0]
 		t.lens[r] = T
 		positions += T - 1
-		for _, want := range rowInfos(r, T, m.Vocab, m.TopK) {
+		for _, want := range rowInfos(r, T, m.Vocab, m.TopK, m.Version) {
 			got, ok := t.f.Info(want.Name)
 			if !ok {
 				return t.bad("row %d of %d: no tensor %q (a row is incomplete)", r, m.Rows, want.Name)
@@ -143,8 +159,12 @@ func (t *Trace) Rows() int { return len(t.lens) }
 // Close unmaps the file.
 func (t *Trace) Close() error { return t.f.Close() }
 
-// Tokens returns row r's token ids, each checked to lie in the vocabulary.
+// Tokens returns row r's token ids, each checked to lie in the vocabulary,
+// after verifying the row's checksum (verifyRow).
 func (t *Trace) Tokens(r int) ([]int, error) {
+	if err := t.verifyRow(r); err != nil {
+		return nil, err
+	}
 	tokens, _, _, _, _, _ := rowNames(r)
 	raw, err := t.f.Int32(tokens)
 	if err != nil {
@@ -158,6 +178,34 @@ func (t *Trace) Tokens(r int) ([]int, error) {
 		out[i] = int(v)
 	}
 	return out, nil
+}
+
+// verifyRow checks, once per row, that the CRC-32C of row r's bytes (its
+// tensors before crc32c.<r>, contiguous in the file) equals the stored
+// one. Version 1 traces have no checksums and pass unverified.
+func (t *Trace) verifyRow(r int) error {
+	if t.Meta.Version < 2 || t.verified[r].Load() {
+		return nil
+	}
+	infos := rowInfos(r, t.lens[r], t.Meta.Vocab, t.Meta.TopK, t.Meta.Version)
+	var sum uint32
+	for _, info := range infos[:len(infos)-1] {
+		raw, err := t.f.Bytes(info.Name)
+		if err != nil {
+			return fmt.Errorf("trace: %w", err)
+		}
+		sum = crc32.Update(sum, castagnoli, raw)
+	}
+	stored, err := t.f.Bytes(crcName(r))
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	if want := binary.LittleEndian.Uint32(stored); sum != want {
+		return fmt.Errorf("trace %s: row %d: %w: the CRC-32C of its tensors is %08x, %s holds %08x (the file was damaged after it was written): %w",
+			t.path, r, ErrChecksum, sum, crcName(r), want, ErrTrace)
+	}
+	t.verified[r].Store(true)
+	return nil
 }
 
 // rowData is one row of a trace as stored.

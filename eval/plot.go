@@ -56,9 +56,15 @@ var runColors = []color.Color{
 //   - kl-cdf: the fraction of positions whose KL is ≤ x, x in nats on a
 //     log axis from 1e-4 to the largest KL (positions below 1e-4, including
 //     slightly negative ones, count from the left edge);
-//   - kl-position: KL along the trace on a log axis, averaged over
-//     consecutive windows of W positions (W chosen for about 200 windows,
-//     named in the title);
+//   - kl-position: KL by position within a row (rowPlot): one panel per
+//     data source of the trace, in each per run the mean over the rows at
+//     each position (in windows of W positions, W chosen for about 64
+//     windows along the longest row) and a band of ± its standard error
+//     across rows, on a log axis. It needs the reports' row_positions
+//     (and sources, else one panel of all rows); runs whose reports lack
+//     them (an older forge eval) are left out with a note, and when no run
+//     has them the KL is drawn along the whole trace instead, averaged
+//     over consecutive windows (about 200), with a note saying so;
 //   - kl-parts: for ablation runs (reports with parts or layers), mean KL
 //     (top panel) and p99 KL (bottom panel) per run as bars.
 //
@@ -98,9 +104,12 @@ func (c *Comparison) Plot(dir string) (files, notes []string, err error) {
 		}
 		var jobs []plotJob
 		if len(withKL) > 0 {
-			jobs = append(jobs,
-				plotJob{"kl-cdf" + suffix, func() (plotRender, error) { return cdfPlot(withKL, g.Definition) }},
-				plotJob{"kl-position" + suffix, func() (plotRender, error) { return positionPlot(withKL, g.Definition) }})
+			position, note := positionJob(withKL, g.Definition, suffix)
+			if note != "" {
+				notes = append(notes, note)
+			}
+			jobs = append(jobs, plotJob{"kl-cdf" + suffix, func() (plotRender, error) { return cdfPlot(withKL, g.Definition) }},
+				plotJob{"kl-position" + suffix, position})
 		}
 		if len(ablation) > 0 {
 			jobs = append(jobs, plotJob{"kl-parts" + suffix, func() (plotRender, error) { return partsPlot(ablation, g.Definition) }})
@@ -229,6 +238,30 @@ func cdfPlot(runs []*ComparedRun, definition string) (plotRender, error) {
 	return single(p), nil
 }
 
+// positionJob chooses the kl-position figure: by position within a row
+// for the runs whose reports give the row layout, else along the trace;
+// note says what was left out or why rows are not shown.
+func positionJob(runs []*ComparedRun, definition, suffix string) (build func() (plotRender, error), note string) {
+	var rowed []*ComparedRun
+	var unrowed []string
+	for _, r := range runs {
+		if len(r.RowPositions) > 0 {
+			rowed = append(rowed, r)
+		} else {
+			unrowed = append(unrowed, r.Name)
+		}
+	}
+	const old = "written by a forge eval older than row_positions; re-run forge eval --json --kl-out"
+	switch {
+	case len(rowed) == 0:
+		return func() (plotRender, error) { return positionPlot(runs, definition) }, fmt.Sprintf(
+			"kl-position%s: the reports give no row boundaries (%s): KL is drawn along the whole trace, rows run together", suffix, old)
+	case len(unrowed) > 0:
+		note = fmt.Sprintf("kl-position%s: left out %s: no row boundaries in the report (%s)", suffix, strings.Join(unrowed, ", "), old)
+	}
+	return func() (plotRender, error) { return rowPlot(rowed, definition) }, note
+}
+
 // positionPlot draws each run's KL along the trace as the mean over
 // consecutive windows of w positions, w = ⌈N_max / windowBlocks⌉, plotted
 // at each window's centre on a log KL axis (window means below 1e-4 nats,
@@ -239,10 +272,11 @@ func positionPlot(runs []*ComparedRun, definition string) (plotRender, error) {
 		n = max(n, len(r.KL))
 	}
 	w := max(1, (n+windowBlocks-1)/windowBlocks)
-	title := "KL along the trace (mean over windows of " + fmt.Sprint(w) + " positions)"
+	title := "KL along the trace, rows run together (mean over windows of " + fmt.Sprint(w) + " positions)"
 	if w == 1 {
-		title = "KL along the trace (each position)"
+		title = "KL along the trace, rows run together (each position)"
 	}
+	title += "\nrow boundaries unknown: reports from an older forge eval"
 	p := newPlot(title, definition)
 	p.X.Label.Text = "position in the trace"
 	p.Y.Label.Text = "KL(p||q), nats (log scale)"

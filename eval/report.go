@@ -55,6 +55,13 @@ type Report struct {
 	Seconds         float64 `json:"seconds"`
 	TokensPerSecond float64 `json:"tokens_per_second"`
 
+	// RowPositions and Sources lay the per-position KL (KL, the .npy of
+	// forge eval --kl-out) out in rows: row r holds the next RowPositions[r]
+	// positions; the first Sources[0].Rows rows come from Sources[0].Path,
+	// and so on (absent when the trace's recipe does not say).
+	RowPositions []int       `json:"row_positions,omitempty"`
+	Sources      []RowSource `json:"sources,omitempty"`
+
 	KL []float64 `json:"-"` // [positions] per-position KL, in trace order
 }
 
@@ -63,7 +70,8 @@ type Report struct {
 // position.
 func Summarize(res *Result) *Report {
 	n := len(res.KL)
-	rep := &Report{Definition: res.Definition, Positions: n, KL: res.KL, Tokens: res.Tokens, Seconds: res.Seconds}
+	rep := &Report{Definition: res.Definition, Positions: n, KL: res.KL, Tokens: res.Tokens, Seconds: res.Seconds,
+		RowPositions: res.RowPositions, Sources: res.Sources}
 	if res.Seconds > 0 {
 		rep.TokensPerSecond = float64(res.Tokens) / res.Seconds
 	}

@@ -24,6 +24,9 @@ type Result struct {
 	Same       []bool    // [positions] argmax p = argmax q (first index on ties; top-K: the trace's top-1)
 	Tokens     int       // tokens run through the candidate
 	Seconds    float64   // wall time of the forward passes and scoring
+
+	RowPositions []int       // [rows] scored positions of each row (Trace.RowPositions)
+	Sources      []RowSource // the rows' data files (Trace.Sources), nil when unknown
 }
 
 // ScoreOptions control Score.
@@ -47,7 +50,7 @@ func Score(ctx context.Context, m *model.Model, tr *Trace, opt ScoreOptions) (*R
 	}
 	n := tr.Meta.Positions
 	res := &Result{Definition: tr.Meta.Definition, KL: make([]float64, n), NLL: make([]float64, n),
-		RefNLL: make([]float64, n), Same: make([]bool, n)}
+		RefNLL: make([]float64, n), Same: make([]bool, n), RowPositions: tr.RowPositions(), Sources: tr.Sources()}
 	var total int64
 	for _, T := range tr.lens {
 		total += int64(T)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"strconv"
 
@@ -13,14 +14,21 @@ import (
 	"forge/tensor"
 )
 
-// TraceVersion is the trace layout this package writes and reads (doc.go).
-const TraceVersion = 1
+// TraceVersion is the trace layout this package writes (doc.go): 2 adds a
+// CRC-32C per row. OpenTrace also reads version 1, which has none.
+const TraceVersion = 2
+
+// castagnoli is the CRC-32C table of the row checksums.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Meta describes a trace: where its reference came from and what it holds.
 // It is stored as the safetensors "__metadata__" (one string per field,
 // numbers in decimal, Data as JSON) beside the key "forge_trace" holding
 // TraceVersion.
 type Meta struct {
+	// Version is the layout (forge_trace): TraceVersion for what Record
+	// writes, 1 for an older trace without row checksums.
+	Version      int    `json:"forge_trace"`
 	ForgeVersion string `json:"forge_version"`
 	Model        string `json:"model"`       // the reference directory, absolute
 	ModelKind    string `json:"model_kind"`  // "checkpoint" or "bundle"
@@ -51,7 +59,7 @@ func Definition(topK int) string {
 // metadata returns m as safetensors metadata.
 func (m *Meta) metadata() map[string]string {
 	md := map[string]string{
-		"forge_trace": strconv.Itoa(TraceVersion), "forge_version": m.ForgeVersion,
+		"forge_trace": strconv.Itoa(m.Version), "forge_version": m.ForgeVersion,
 		"model": m.Model, "model_kind": m.ModelKind, "fingerprint": m.Fingerprint,
 		"vocab": strconv.Itoa(m.Vocab), "topk": strconv.Itoa(m.TopK), "seq": strconv.Itoa(m.Seq),
 		"rows": strconv.Itoa(m.Rows), "positions": strconv.Itoa(m.Positions), "definition": m.Definition,
@@ -77,8 +85,12 @@ func rowNames(r int) (tokens, logp, ids, topLogp, tail, refNLL string) {
 	return "tokens" + s, "logp" + s, "topk_ids" + s, "topk_logp" + s, "tail" + s, "ref_nll" + s
 }
 
-// rowInfos declares row r's tensors in the order Record writes them.
-func rowInfos(r, T, vocab, k int) []safetensors.TensorInfo {
+// crcName is the tensor holding row r's checksum (version ≥ 2).
+func crcName(r int) string { return "crc32c." + strconv.Itoa(r) }
+
+// rowInfos declares row r's tensors in the order Record writes them, in
+// layout version v.
+func rowInfos(r, T, vocab, k, v int) []safetensors.TensorInfo {
 	tokens, logp, ids, topLogp, tail, refNLL := rowNames(r)
 	infos := []safetensors.TensorInfo{{Name: tokens, DType: safetensors.I32, Shape: []int{T}}}
 	if k == 0 {
@@ -89,17 +101,23 @@ func rowInfos(r, T, vocab, k int) []safetensors.TensorInfo {
 			safetensors.TensorInfo{Name: topLogp, DType: safetensors.F32, Shape: []int{T - 1, k}},
 			safetensors.TensorInfo{Name: tail, DType: safetensors.F32, Shape: []int{T - 1}})
 	}
-	return append(infos, safetensors.TensorInfo{Name: refNLL, DType: safetensors.F32, Shape: []int{T - 1}})
+	infos = append(infos, safetensors.TensorInfo{Name: refNLL, DType: safetensors.F32, Shape: []int{T - 1}})
+	if v >= 2 {
+		infos = append(infos, safetensors.TensorInfo{Name: crcName(r), DType: safetensors.U8, Shape: []int{4}})
+	}
+	return infos
 }
 
 // Record runs the reference model m over each row from an empty state (one
 // prefill per row) and writes the trace to path: for every position t of a
 // row of T tokens but the last, the distribution over the token t+1 that
 // follows, as log-probs (logSoftmax of the logits), and the reference NLL
-// of the actual token t+1. See doc.go for the layout. The file is streamed
-// one row (in full mode one block of positions) at a time and appears at
-// path only when complete. meta supplies the provenance; Record fills in
-// the rest and returns it.
+// of the actual token t+1, and after each row the CRC-32C of its bytes
+// (a Trace verifies it when the row is first read). See doc.go for the
+// layout, version TraceVersion. The file is streamed one row (in full
+// mode one block of positions) at a time and appears at path only when
+// complete. meta supplies the provenance; Record fills in the rest and
+// returns it.
 func Record(ctx context.Context, path string, m *model.Model, rows [][]int, meta Meta, opt RecordOptions) (*Meta, error) {
 	vocab := m.Config().Vocab
 	if opt.TopK < 0 || opt.TopK > vocab {
@@ -108,7 +126,8 @@ func Record(ctx context.Context, path string, m *model.Model, rows [][]int, meta
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("trace %s: no token rows", path)
 	}
-	meta.Vocab, meta.TopK, meta.Rows, meta.Positions, meta.Definition = vocab, opt.TopK, len(rows), 0, Definition(opt.TopK)
+	meta.Version, meta.Vocab, meta.TopK, meta.Rows, meta.Positions, meta.Definition =
+		TraceVersion, vocab, opt.TopK, len(rows), 0, Definition(opt.TopK)
 	var infos []safetensors.TensorInfo
 	var total int64
 	for r, row := range rows {
@@ -120,7 +139,7 @@ func Record(ctx context.Context, path string, m *model.Model, rows [][]int, meta
 		}
 		meta.Positions += len(row) - 1
 		total += int64(len(row))
-		infos = append(infos, rowInfos(r, len(row), vocab, opt.TopK)...)
+		infos = append(infos, rowInfos(r, len(row), vocab, opt.TopK, TraceVersion)...)
 	}
 	w, err := safetensors.Create(path, infos, meta.metadata())
 	if err != nil {
@@ -150,6 +169,13 @@ type recorder struct {
 	done     int64
 	total    int64
 	buf      []byte // encoded log-probs of a block of positions (full mode)
+	crc      uint32 // CRC-32C of the current row's bytes so far
+}
+
+// put writes the named tensor's bytes and adds them to the row checksum.
+func (rc *recorder) put(name string, raw []byte) error {
+	rc.crc = crc32.Update(rc.crc, castagnoli, raw)
+	return rc.w.WriteTensor(name, raw)
 }
 
 // blockBytes bounds the log-probs encoded at once in full mode.
@@ -163,7 +189,8 @@ func (rc *recorder) row(ctx context.Context, r int, row []int) error {
 	rc.st.Reset()
 	lg := rc.m.Forward(rc.st, row)
 	tokens, _, _, _, _, refNLL := rowNames(r)
-	if err := rc.w.WriteTensor(tokens, appendI32(nil, row)); err != nil {
+	rc.crc = 0
+	if err := rc.put(tokens, appendI32(nil, row)); err != nil {
 		return err
 	}
 	nll := make([]float32, len(row)-1) // [T−1] reference NLL of the next token
@@ -176,7 +203,10 @@ func (rc *recorder) row(ctx context.Context, r int, row []int) error {
 	if err != nil {
 		return err
 	}
-	if err := rc.w.WriteTensor(refNLL, appendF32(nil, nll)); err != nil {
+	if err := rc.put(refNLL, appendF32(nil, nll)); err != nil {
+		return err
+	}
+	if err := rc.w.WriteTensor(crcName(r), binary.LittleEndian.AppendUint32(nil, rc.crc)); err != nil {
 		return err
 	}
 	rc.advance(1) // the row's last token, which predicts nothing
@@ -206,6 +236,7 @@ func (rc *recorder) full(ctx context.Context, r int, row []int, lg *tensor.Matri
 		if err := finite(nll[t0:t1], t0); err != nil {
 			return fmt.Errorf("trace %s: row %d: %w", rc.path, r, err)
 		}
+		rc.crc = crc32.Update(rc.crc, castagnoli, rc.buf)
 		if _, err := rc.w.Write(rc.buf); err != nil {
 			return fmt.Errorf("%s: %w", logp, err)
 		}
@@ -234,7 +265,7 @@ func (rc *recorder) topK(r int, row []int, lg *tensor.Matrix, nll []float32) err
 		name string
 		data []byte
 	}{{ids, appendI32s(nil, topIDs)}, {topLogp, appendF32(nil, topLps)}, {tail, appendF32(nil, tails)}} {
-		if err := rc.w.WriteTensor(wr.name, wr.data); err != nil {
+		if err := rc.put(wr.name, wr.data); err != nil {
 			return err
 		}
 	}

@@ -202,13 +202,15 @@ func TestTraceRefused(t *testing.T) {
 		t.Errorf("trace missing a row: %v", err)
 	}
 
-	// A positive log-prob at row 2, position 3.
+	// A positive log-prob at row 2, position 3, with the row's checksum
+	// made to match (the checksum alone is TestTraceChecksum's).
 	corrupt := filepath.Join(dir, "corrupt.safetensors")
 	info, _ := f.Info("logp.2")
 	f.Close()
 	hdr := int(binary.LittleEndian.Uint64(raw))
 	bad := append([]byte(nil), raw...)
 	binary.LittleEndian.PutUint32(bad[8+hdr+int(info.Begin)+4*(3*4160+5):], math.Float32bits(0.5))
+	rewriteCRC(t, path, bad, 2)
 	os.WriteFile(corrupt, bad, 0o644)
 	tr, err := eval.OpenTrace(corrupt)
 	if err != nil {
