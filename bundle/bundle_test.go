@@ -172,8 +172,8 @@ func TestHostile(t *testing.T) {
 		{"flipped byte", shard + " has SHA-256", func(d string) { flip(t, filepath.Join(d, shard), 5000) }},
 		{"missing shard", shard, func(d string) { os.Remove(filepath.Join(d, shard)) }},
 		{"config edited", "config.json", func(d string) { appendTo(filepath.Join(d, "config.json"), " ") }},
-		{"bad JSON", ManifestName, func(d string) { os.WriteFile(filepath.Join(d, ManifestName), []byte(`{"format_version": 1,`), 0o644) }},
-		{"future version", "format_version 2", func(d string) { editManifest(t, d, `"format_version": 1`, `"format_version": 2`) }},
+		{"bad JSON", ManifestName, func(d string) { os.WriteFile(filepath.Join(d, ManifestName), []byte(`{"format_version": 2,`), 0o644) }},
+		{"future version", "format_version 3", func(d string) { editManifest(t, d, `"format_version": 2`, `"format_version": 3`) }},
 		{"format lie", "layers.0.mlp.gate_proj.weight", func(d string) {
 			editManifest(t, d, `"name": "layers.0.mlp.gate_proj.weight",
       "format": "LUT4 per-tensor + pcs"`, `"name": "layers.0.mlp.gate_proj.weight",
@@ -209,11 +209,11 @@ type failingShard struct {
 
 var errDiskFull = errors.New("no space left on device (injected)")
 
-func (f *failingShard) WriteTensor(name string, raw []byte) error {
-	if f.left -= len(raw); f.left < 0 {
-		return errDiskFull
+func (f *failingShard) Write(p []byte) (int, error) {
+	if f.left -= len(p); f.left < 0 {
+		return 0, errDiskFull
 	}
-	return f.shardWriter.WriteTensor(name, raw)
+	return f.shardWriter.Write(p)
 }
 
 // TestInterrupted: an export that fails in the first, middle or last shard

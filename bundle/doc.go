@@ -28,14 +28,94 @@
 // The manifest forge.json records the bundle format version, forge's
 // version, the source checkpoint's path and fingerprint (SHA-256 of its
 // config.json and safetensors headers), the quantization method and seed,
-// the format, shape, rank, bytes and bits per weight of every matrix, and
-// the size and SHA-256 of every other file. Open refuses a directory with
-// no manifest, a file of the wrong size or hash, or arrays that do not
-// match their recorded format, and says which file and why.
+// the format, shape, rank, raw flag, rotation, bytes and bits per weight of
+// every matrix (the model's matrices, quantized or raw; vectors are not
+// listed), the size and SHA-256 of every other file, and (version 2) its
+// own content hash.
+//
+// # Integrity
+//
+// Open refuses a bundle, with an error naming the file, the matrix or
+// tensor, and the field, unless all of the following hold, checked in this
+// order:
+//
+//  1. forge.json parses, has format_version 1 or 2, lists files and no
+//     matrix twice; a version 2 manifest has content_sha256, a version 1
+//     manifest has none.
+//  2. Every listed file has its recorded size and SHA-256, and config.json
+//     is among them. The hashes cover the shards, their headers included.
+//  3. Facts (version 2). Each shard's safetensors "__metadata__" holds
+//     "format": "forge", "format_version": "2" and, for each matrix stored
+//     in the shard, "matrix:NAME" → the JSON object {"format", "shape",
+//     "rank" (omitted when 0), "raw" (omitted when false), "rotation"
+//     {"kind", "seed", "block"} (omitted when none)}: every fact the model
+//     is computed from besides the arrays themselves. Open compares each
+//     matrix's facts in forge.json with its shard's field by field
+//     ("matrix \"layers.3.mlp.up_proj.weight\": rotation seed 1004, the
+//     shard model-00001-of-00002.safetensors says 1003"), and refuses facts
+//     for a matrix forge.json does not list (a matrix dropped from it), a
+//     matrix no shard records, and a shard whose format_version is not the
+//     manifest's (so a version 2 bundle cannot be passed off as version 1 to
+//     skip these checks). So the facts are covered by a shard's SHA-256: to
+//     change one, both forge.json and the shard must be edited and the
+//     shard's hash updated.
+//  4. Accounting (both versions). config.json (hashed) gives the model's
+//     tensors (model.Tensors). Every listed matrix is one of the model's
+//     matrices with the model's shape; its format, rank and raw flag are
+//     consistent (a raw matrix is bf16, f16 or f32 with no rank and no
+//     rotation); it is stored as exactly the tensors they call for, with
+//     those dtypes and shapes, in the shard that records its facts; and its
+//     bytes and bpw equal those recomputed from its format, shape and rank
+//     (lut.Format.Size and BitsPerWeight; out·in·dtype size for a raw
+//     matrix, bpw 8·bytes/(out·in)). Every matrix the model needs is listed,
+//     every vector it needs is a float tensor of its shape, and every tensor
+//     in the shards belongs to a listed matrix or a model vector.
+//  5. Finite values. The model's vectors (norms, conv taps, A_log, dt_bias)
+//     and each quantized matrix's codebooks, scales and low-rank factors
+//     hold no NaN or infinity (error: the tensor and its first bad element,
+//     row-major). These are small and reach every output. Dense weights
+//     (raw matrices such as the embeddings, bf16/fp16 matrices) are not
+//     scanned: they are most of the bytes, and a bad value in them reaches
+//     only the outputs that use it, where the runtime check of the logits
+//     reports it.
+//  6. Every matrix builds (lut.New): arrays of exactly the size its format
+//     calls for, zero padding bits, INT8 codes in range, a rotation of kind
+//     "hadamard" whose block is quant.NewHadamard's for the width.
+//  7. Content hash (version 2). content_sha256 is the SHA-256 of the
+//     manifest's canonical content (Manifest.ContentHash: encoding/json's
+//     compact encoding of the parsed manifest with content_sha256 empty;
+//     reformatting forge.json does not change it). Checked last, it catches
+//     edits of what steps 3 and 4 do not cross-check: source, quantization,
+//     forge_version, held-out SNRs. Those do not change the model's outputs,
+//     but inspect and eval print them, and a silent edit would make reports
+//     lie. It is there rather than a cross-check because nothing else holds
+//     those values.
+//
+// These hashes detect accidental and naive edits, not a deliberate forgery:
+// whoever edits the files can recompute every hash (there is no signature).
+//
+// # Versions
+//
+// Version 2 (this package writes it) adds the facts in the shards'
+// metadata and content_sha256. Version 1 bundles, written before, still
+// open and compute the same outputs (testdata/v1-tiny, TestV1); for them
+// Open runs every check above except 3 and 7, so an edit of a version 1
+// manifest that keeps bytes, bpw, shapes and tensors consistent (a rotation
+// seed, say) cannot be detected.
+//
+// # Unfinished bundles
+//
+// Incomplete recognises a directory without forge.json that is the remains
+// of a bundle (an OUT.partial, a staged shard, shards with forge's
+// metadata), so that callers can say so rather than open it as a Hugging
+// Face checkpoint.
 //
 // Writing is atomic at the directory level: everything goes to OUT.partial
-// (removed first if a previous run was interrupted), shards are fsynced,
-// the manifest is written last, and OUT.partial is renamed to OUT. An
+// (removed first if a previous run was interrupted), each shard's arrays
+// are staged in SHARD.staging until its last matrix (and so every rotation
+// for its metadata) is known, then the shard is written and fsynced and the
+// staging file removed; the manifest is written last, and OUT.partial is
+// renamed to OUT. An
 // interrupted or failed export (including a full disk) leaves no OUT, and
 // rerunning the command starts over cleanly.
 package bundle

@@ -9,8 +9,9 @@ import (
 	"os"
 )
 
-// FormatVersion is the bundle layout version this package writes and reads.
-const FormatVersion = 1
+// FormatVersion is the bundle layout version this package writes. Open
+// reads it and version 1 (doc.go, "Versions").
+const FormatVersion = 2
 
 // ManifestName is the manifest's file name.
 const ManifestName = "forge.json"
@@ -23,6 +24,9 @@ type Manifest struct {
 	Quant         QuantInfo     `json:"quantization"`
 	Matrices      []MatrixEntry `json:"matrices"`
 	Files         []FileEntry   `json:"files"`
+	// ContentSHA256 (version 2) is the hex SHA-256 of the manifest's
+	// canonical content: ContentHash of the manifest with this field empty.
+	ContentSHA256 string `json:"content_sha256,omitempty"`
 }
 
 // SourceInfo identifies the checkpoint a bundle was made from.
@@ -81,6 +85,22 @@ type FileEntry struct {
 	SHA256 string `json:"sha256"`
 }
 
+// ContentHash returns the hex SHA-256 of the manifest's canonical content:
+// encoding/json's compact encoding of m with ContentSHA256 empty (fields in
+// declaration order, recipe keys sorted, numbers in Go's shortest
+// round-trip form), so reformatting forge.json does not change it but any
+// edit of a value does.
+func (m *Manifest) ContentHash() (string, error) {
+	c := *m
+	c.ContentSHA256 = ""
+	raw, err := json.Marshal(&c)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), nil
+}
+
 // hashFile returns the size and hex SHA-256 of a file.
 func hashFile(path string) (int64, string, error) {
 	f, err := os.Open(path)
@@ -96,7 +116,9 @@ func hashFile(path string) (int64, string, error) {
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// ReadManifest reads and checks dir/forge.json.
+// ReadManifest reads dir/forge.json and checks what it can alone: the
+// format version (1 or 2), a file list, no matrix listed twice, and (for
+// version 2) the presence of the content hash. Open checks the rest.
 func ReadManifest(dir string) (*Manifest, error) {
 	raw, err := os.ReadFile(dir + string(os.PathSeparator) + ManifestName)
 	if err != nil {
@@ -109,11 +131,24 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("bundle %s: %s: %w", dir, ManifestName, err)
 	}
-	if m.FormatVersion != FormatVersion {
-		return nil, fmt.Errorf("bundle %s: %s: format_version %d, this forge reads %d", dir, ManifestName, m.FormatVersion, FormatVersion)
+	if m.FormatVersion != 1 && m.FormatVersion != FormatVersion {
+		return nil, fmt.Errorf("bundle %s: %s: format_version %d, this forge reads 1 and %d", dir, ManifestName, m.FormatVersion, FormatVersion)
 	}
 	if len(m.Files) == 0 {
 		return nil, fmt.Errorf("bundle %s: %s lists no files", dir, ManifestName)
+	}
+	seen := make(map[string]bool, len(m.Matrices))
+	for _, e := range m.Matrices {
+		if seen[e.Name] {
+			return nil, fmt.Errorf("bundle %s: %s: matrix %q is listed twice", dir, ManifestName, e.Name)
+		}
+		seen[e.Name] = true
+	}
+	if m.FormatVersion >= 2 && m.ContentSHA256 == "" {
+		return nil, fmt.Errorf("bundle %s: %s: format_version %d without content_sha256", dir, ManifestName, m.FormatVersion)
+	}
+	if m.FormatVersion == 1 && m.ContentSHA256 != "" {
+		return nil, fmt.Errorf("bundle %s: %s: format_version 1 with a content_sha256 (version 2 edited down to 1?)", dir, ManifestName)
 	}
 	return &m, nil
 }

@@ -25,19 +25,28 @@ type Bundle struct {
 	tensors  map[string]*safetensors.File // tensor name → shard
 	matrices map[string]MatrixEntry
 	built    map[string]*lut.Matrix // validated by Open, handed out by Matrix
+	// factsShard maps a matrix to the shard whose metadata holds its facts
+	// (version 2).
+	factsShard map[string]string
 }
 
 var _ model.Source = (*Bundle)(nil)
 
 // Open reads the manifest, checks the size and SHA-256 of every file it
-// lists, opens the shards and checks that every recorded matrix has arrays
-// of exactly the size its format calls for. Errors name the file and why.
+// lists, opens the shards and checks the manifest against them and against
+// config.json (doc.go, "Integrity"): the facts of every matrix against the
+// shards' metadata (version 2), every tensor accounted for and every tensor
+// the model needs present, each matrix's bytes and bits per weight, finite
+// values in the small float arrays, arrays of exactly the size the formats
+// call for, and the manifest's content hash (version 2). Errors name the
+// file, the matrix or tensor, and the field.
 func Open(dir string) (*Bundle, error) {
 	man, err := ReadManifest(dir)
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{dir: dir, man: man, tensors: map[string]*safetensors.File{}, matrices: map[string]MatrixEntry{}, built: map[string]*lut.Matrix{}}
+	b := &Bundle{dir: dir, man: man, tensors: map[string]*safetensors.File{}, matrices: map[string]MatrixEntry{},
+		built: map[string]*lut.Matrix{}, factsShard: map[string]string{}}
 	if err := b.verifyFiles(); err != nil {
 		return nil, err
 	}
@@ -48,20 +57,38 @@ func Open(dir string) (*Bundle, error) {
 	if b.cfg, err = checkpoint.ParseConfig(raw); err != nil {
 		return nil, fmt.Errorf("bundle %s: config.json: %w", dir, err)
 	}
+	for _, m := range man.Matrices {
+		b.matrices[m.Name] = m
+	}
 	if err := b.openShards(); err != nil {
 		b.Close()
 		return nil, err
 	}
-	for _, m := range man.Matrices {
-		b.matrices[m.Name] = m
-	}
-	for _, m := range man.Matrices { // validate every matrix's arrays once, here
-		if _, err := b.Linear(m.Name); err != nil {
-			b.Close()
-			return nil, err
-		}
+	if err := b.verify(); err != nil {
+		b.Close()
+		return nil, err
 	}
 	return b, nil
+}
+
+// verify runs the checks of Open after the file hashes, cheapest and most
+// specific first, so that an edited field is reported by name.
+func (b *Bundle) verify() error {
+	if err := b.checkShardFacts(); err != nil {
+		return err
+	}
+	if err := b.checkAccounting(); err != nil {
+		return err
+	}
+	if err := b.checkFinite(); err != nil {
+		return err
+	}
+	for _, m := range b.man.Matrices { // validate every matrix's arrays once, here
+		if _, err := b.Linear(m.Name); err != nil {
+			return err
+		}
+	}
+	return b.checkContentHash()
 }
 
 func (b *Bundle) verifyFiles() error {
@@ -252,6 +279,57 @@ func (b *Bundle) Close() error {
 func IsBundle(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, ManifestName))
 	return err == nil
+}
+
+// Incomplete reports whether dir, which has no forge.json, is nevertheless
+// the remains of a bundle: an export's working directory (a name ending in
+// ".partial", or a staged shard), a directory whose shards carry forge's
+// safetensors metadata ({"format": "forge"}), or a path that does not exist
+// beside a PATH.partial. The reason completes the sentence "DIR has no
+// forge.json: …". A directory with forge.json, or one that looks like
+// anything else (a Hugging Face checkpoint), gives ok = false.
+func Incomplete(dir string) (reason string, ok bool) {
+	if IsBundle(dir) {
+		return "", false
+	}
+	dir = filepath.Clean(dir)
+	st, err := os.Stat(dir)
+	if err != nil {
+		if ps, perr := os.Stat(dir + ".partial"); perr == nil && ps.IsDir() {
+			return fmt.Sprintf("it does not exist, but %s.partial does: an export to it did not finish (rerun it)", dir), true
+		}
+		return "", false
+	}
+	if !st.IsDir() {
+		return "", false
+	}
+	if strings.HasSuffix(dir, ".partial") {
+		return "it is an export's working directory (OUT.partial): an unfinished bundle, left by an export that was interrupted or is still running", true
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".safetensors.staging") {
+			return fmt.Sprintf("it holds %s, a shard being staged: an unfinished bundle", e.Name()), true
+		}
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".safetensors") {
+			continue
+		}
+		f, err := safetensors.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		forge := f.Metadata()[metaFormat] == "forge"
+		f.Close()
+		if forge {
+			return fmt.Sprintf("its shard %s was written by forge, but the manifest, written last, is missing: an unfinished or damaged bundle", e.Name()), true
+		}
+	}
+	return "", false
 }
 
 // StoredBytes returns the bytes a text-model tensor occupies in the bundle:

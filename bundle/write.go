@@ -1,10 +1,12 @@
 package bundle
 
 import (
+	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,12 +49,22 @@ type WriteOptions struct {
 var CopiedFiles = []string{"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"}
 
 // Writer streams an export into OUT.partial and publishes it as OUT on Close.
+//
+// A shard's header carries the facts of its matrices (doc.go, "Integrity"),
+// and a matrix's rotation is known only when the matrix is written, so a
+// shard's arrays are first staged in OUT.partial/SHARD.staging and the
+// shard is written, header first, once its last item has arrived. This
+// costs one more write and read of each shard and, at the peak, the disk
+// space of one more shard.
 type Writer struct {
 	out, tmp string
 	opt      WriteOptions
 	items    []Item
 	shards   []shardPlan
 	next     int // next item to write
+	stage    *os.File
+	stageBuf *bufio.Writer
+	entries  []MatrixEntry // matrices of the shard being staged
 	cur      shardWriter
 	curShard int
 	man      Manifest
@@ -69,7 +81,7 @@ type shardPlan struct {
 // shardWriter is the part of *safetensors.Writer the bundle uses; tests
 // replace createShard to inject failures (a full disk mid-shard).
 type shardWriter interface {
-	WriteTensor(name string, raw []byte) error
+	io.Writer
 	Close() error
 	Abort()
 }
@@ -223,12 +235,8 @@ func (w *Writer) Matrix(name string, m *lut.Matrix) error {
 			arrays = append(arrays, u16Bytes(p.LowRankA), u16Bytes(p.LowRankB))
 		}
 	}
-	if err := w.writeItem(it, arrays); err != nil {
-		return err
-	}
-	sz := m.Size()
-	e := MatrixEntry{Name: name, Format: it.Format.String(), Shape: [2]int{out, in},
-		Rank: it.Rank, Bytes: sz.Total(), BPW: m.BitsPerWeight(), SNR: w.opt.SNR[name]}
+	e := newEntry(it)
+	e.SNR = w.opt.SNR[name]
 	if r := p.Rotation; r != nil {
 		h, ok := r.(hadamard)
 		if !ok {
@@ -236,8 +244,7 @@ func (w *Writer) Matrix(name string, m *lut.Matrix) error {
 		}
 		e.Rotation = &RotationEntry{Kind: "hadamard", Seed: h.Seed(), Block: h.Block()}
 	}
-	w.man.Matrices = append(w.man.Matrices, e)
-	return nil
+	return w.writeItem(it, arrays, &e)
 }
 
 // hadamard is what the manifest records of a quant.Hadamard rotation.
@@ -252,15 +259,18 @@ func (w *Writer) Raw(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := w.writeItem(it, [][]byte{data}); err != nil {
-		return err
+	if it.Format.Kind != 0 {
+		return w.fail(fmt.Errorf("item %q is declared as %s: write it with Matrix", name, it.Format))
 	}
+	var e *MatrixEntry
 	if it.Matrix {
-		n := int64(len(data))
-		w.man.Matrices = append(w.man.Matrices, MatrixEntry{Name: name, Format: strings.ToLower(it.DType.String()), Raw: true,
-			Shape: [2]int{it.Shape[0], it.Shape[1]}, Bytes: n, BPW: 8 * float64(n) / float64(it.Shape[0]*it.Shape[1])})
+		if len(it.Shape) != 2 {
+			return w.fail(fmt.Errorf("matrix %q: shape %v is not 2-D", name, it.Shape))
+		}
+		ne := newEntry(it)
+		e = &ne
 	}
-	return nil
+	return w.writeItem(it, [][]byte{data}, e)
 }
 
 func (w *Writer) expect(name string) (Item, error) {
@@ -284,36 +294,75 @@ func (w *Writer) fail(err error) error {
 	return w.err
 }
 
-// writeItem streams an item's arrays into its shard, opening the shard at
-// its first item and closing it after its last.
-func (w *Writer) writeItem(it Item, arrays [][]byte) error {
+// writeItem stages an item's arrays for its shard, and adds its manifest
+// entry (nil for a vector); after the shard's last item it writes the shard.
+func (w *Writer) writeItem(it Item, arrays [][]byte, e *MatrixEntry) error {
 	sp := &w.shards[w.curShard]
-	if w.cur == nil {
-		sw, err := createShard(filepath.Join(w.tmp, sp.name), sp.infos, map[string]string{"format": "forge"})
+	if w.stage == nil {
+		f, err := os.Create(filepath.Join(w.tmp, sp.name+".staging"))
 		if err != nil {
 			return w.fail(err)
 		}
-		w.cur = sw
+		w.stage, w.stageBuf = f, bufio.NewWriterSize(f, 1<<20)
 	}
 	ts, _ := tensorsOf(it)
 	if len(ts) != len(arrays) {
 		return w.fail(fmt.Errorf("item %q: %d arrays for %d tensors", it.Name, len(arrays), len(ts)))
 	}
 	for i, t := range ts {
-		if err := w.cur.WriteTensor(t.Name, arrays[i]); err != nil {
+		if want := int64(t.NumElements()) * int64(t.DType.Size()); int64(len(arrays[i])) != want {
+			return w.fail(fmt.Errorf("tensor %q: got %d bytes, want %d (%v %v)", t.Name, len(arrays[i]), want, t.DType, t.Shape))
+		}
+		if _, err := w.stageBuf.Write(arrays[i]); err != nil {
 			return w.fail(err)
 		}
+	}
+	if e != nil {
+		w.entries = append(w.entries, *e)
+		w.man.Matrices = append(w.man.Matrices, *e)
 	}
 	w.next++
 	if w.next == sp.end {
-		if err := w.cur.Close(); err != nil {
-			w.cur = nil
+		if err := w.writeShard(sp); err != nil {
 			return w.fail(err)
 		}
-		w.cur = nil
 		w.curShard++
 	}
 	return nil
+}
+
+// writeShard writes a staged shard: its header with its matrices' facts,
+// then the staged arrays; it removes the staging file.
+func (w *Writer) writeShard(sp *shardPlan) error {
+	if err := w.stageBuf.Flush(); err != nil {
+		return err
+	}
+	if _, err := w.stage.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	sw, err := createShard(filepath.Join(w.tmp, sp.name), sp.infos, shardMetadata(w.entries))
+	if err != nil {
+		return err
+	}
+	w.cur = sw
+	// io.Reader hides (*os.File).WriteTo, which would copy 32 KiB at a time.
+	if _, err := io.CopyBuffer(sw, struct{ io.Reader }{w.stage}, make([]byte, 1<<20)); err != nil {
+		return err
+	}
+	w.cur = nil
+	if err := sw.Close(); err != nil {
+		return err
+	}
+	w.closeStage()
+	w.entries = nil
+	return os.Remove(filepath.Join(w.tmp, sp.name+".staging"))
+}
+
+func (w *Writer) closeStage() {
+	if w.stage != nil {
+		w.stage.Close()
+		w.stage, w.stageBuf = nil, nil
+	}
 }
 
 // Close checks that every item was written, hashes every file, writes the
@@ -352,6 +401,9 @@ func (w *Writer) finish() error {
 		}
 		w.man.Files = append(w.man.Files, FileEntry{Name: e.Name(), Bytes: n, SHA256: sum})
 	}
+	if w.man.ContentSHA256, err = w.man.ContentHash(); err != nil {
+		return err
+	}
 	raw, err := json.MarshalIndent(&w.man, "", "  ")
 	if err != nil {
 		return err
@@ -375,6 +427,7 @@ func (w *Writer) Abort() {
 		w.cur.Abort()
 		w.cur = nil
 	}
+	w.closeStage()
 	os.RemoveAll(w.tmp)
 }
 
