@@ -14,6 +14,7 @@ import (
 	"forge/internal/outpath"
 	"forge/model"
 	"forge/plan"
+	"forge/quant"
 )
 
 // QuantizeConfig configures Quantize. Zero values are the defaults; any
@@ -195,6 +196,10 @@ func (r *recipe) items(ck *checkpoint.Checkpoint) ([]bundle.Item, map[string]pla
 			return nil, nil, fmt.Errorf("quantize: %s %v: a low-rank correction of rank %d exceeds its smaller side %d", t.Spec.Name, t.Spec.Shape, s.Rank, most)
 		}
 		items[i].Format, items[i].Rank = s.Format, s.Rank
+		if seed, ok := r.rotationSeed(t.Spec.Name); ok {
+			h := quant.NewHadamard(t.Spec.Shape[1], seed)
+			items[i].Rotation = &bundle.RotationEntry{Kind: "hadamard", Seed: seed, Block: h.Block()}
+		}
 		specs[t.Spec.Name] = s
 	}
 	if err := r.plan.Check(names); err != nil {

@@ -106,16 +106,16 @@
 // # Unfinished bundles
 //
 // Incomplete recognises a directory without forge.json that is the remains
-// of a bundle (an OUT.partial, a staged shard, shards with forge's
-// metadata), so that callers can say so rather than open it as a Hugging
-// Face checkpoint.
+// of a bundle (an OUT.partial, shards with forge's metadata), so that
+// callers can say so rather than open it as a Hugging Face checkpoint.
 //
-// Writing is atomic at the directory level: everything goes to OUT.partial
-// (removed first if a previous run was interrupted), each shard's arrays
-// are staged in SHARD.staging until its last matrix (and so every rotation
-// for its metadata) is known, then the shard is written and fsynced and the
-// staging file removed; the manifest is written last, and OUT.partial is
-// renamed to OUT. An
-// interrupted or failed export (including a full disk) leaves no OUT, and
-// rerunning the command starts over cleanly.
+// Writing is atomic at the directory level: everything goes to OUT.partial,
+// which carries forge's marker (internal/outpath; a leftover of a run that
+// was killed is removed first, a directory forge did not make is refused),
+// each shard is streamed with its header first — every matrix's facts,
+// rotations included, are declared up front in the Items — and fsynced; the
+// manifest is written last, and OUT.partial is renamed to OUT (an existing
+// forge bundle it replaces is swapped out atomically). An interrupted or
+// failed export (including a full disk) leaves no OUT, and rerunning the
+// command starts over cleanly.
 package bundle

@@ -142,7 +142,7 @@ func newEntry(it Item) MatrixEntry {
 		e.BPW = 8 * float64(n) / float64(out*in)
 		return e
 	}
-	e.Format, e.Rank = it.Format.String(), it.Rank
+	e.Format, e.Rank, e.Rotation = it.Format.String(), it.Rank, it.Rotation
 	e.Bytes = it.Format.Size(out, in, it.Rank).Total()
 	e.BPW = it.Format.BitsPerWeight(out, in, it.Rank)
 	return e

@@ -3,6 +3,7 @@ package bundle
 import (
 	"encoding/binary"
 	"encoding/json"
+	"forge/internal/outpath"
 	"math"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ func reexport(t testing.TB, src, out string) {
 		it := Item{Name: s.Name, Shape: s.Shape, Matrix: s.Matrix}
 		if e, ok := b.Entry(s.Name); ok && !e.Raw {
 			it.Format, _ = lut.ParseFormat(e.Format)
-			it.Rank = e.Rank
+			it.Rank, it.Rotation = e.Rank, e.Rotation
 		} else {
 			info, _ := b.tensors[s.Name].Info(s.Name)
 			it.DType = info.DType
@@ -434,16 +435,17 @@ func TestIncomplete(t *testing.T) {
 	partial := filepath.Join(root, "out.partial")
 	os.MkdirAll(partial, 0o755)
 	os.WriteFile(filepath.Join(partial, "config.json"), []byte("{}"), 0o644)
-	staging := filepath.Join(root, "staging")
-	os.MkdirAll(staging, 0o755)
-	os.WriteFile(filepath.Join(staging, "model-00001-of-00002.safetensors.staging"), nil, 0o644)
+	marked := filepath.Join(root, "marked")
+	if err := outpath.MakeDir(marked, partialKind, "test"); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		dir, want string // want "" = not incomplete
 	}{
 		{noManifest, "its shard " + shard1 + " was written by forge"},
 		{partial, "export's working directory"},
 		{filepath.Join(root, "out"), "out.partial does"},
-		{staging, "a shard being staged"},
+		{marked, "its marker says so"},
 		{v1Dir, ""},
 		{tinyDir, ""},
 		{t.TempDir(), ""},
@@ -454,5 +456,47 @@ func TestIncomplete(t *testing.T) {
 		if ok != (c.want != "") || !strings.Contains(reason, c.want) {
 			t.Errorf("Incomplete(%s) = %q, %t; want %q", c.dir, reason, ok, c.want)
 		}
+	}
+}
+
+// TestWriterRefusesUndeclared: the writer stores exactly what was declared:
+// a matrix whose rotation differs from its Item's, or a low-rank rank on a
+// format that cannot carry factors, is an error, not a silent change.
+func TestWriterRefusesUndeclared(t *testing.T) {
+	b, err := Open(v1Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var rotated *lut.Matrix
+	var items []Item
+	for _, s := range model.Tensors(&b.cfg) {
+		it := Item{Name: s.Name, Shape: s.Shape, Matrix: s.Matrix}
+		if e, ok := b.Entry(s.Name); ok && !e.Raw {
+			it.Format, _ = lut.ParseFormat(e.Format)
+			it.Rank = e.Rank
+			if e.Rotation != nil && rotated == nil {
+				if rotated, err = b.Matrix(s.Name); err != nil {
+					t.Fatal(err)
+				}
+				items = []Item{it} // declared without its rotation
+				break
+			}
+		}
+	}
+	if rotated == nil {
+		t.Fatal("the fixture has no rotated matrix")
+	}
+	w, err := Create(filepath.Join(t.TempDir(), "o"), items, WriteOptions{SourceDir: v1Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if err := w.Matrix(items[0].Name, rotated); err == nil || !strings.Contains(err.Error(), "declared no rotation") {
+		t.Errorf("undeclared rotation: %v", err)
+	}
+	bad := []Item{{Name: "layers.0.mlp.up_proj.weight", Shape: []int{8, 8}, Format: lut.Format{Kind: lut.BF16}, Rank: 2}}
+	if _, err := Create(filepath.Join(t.TempDir(), "o"), bad, WriteOptions{SourceDir: v1Dir}); err == nil || !strings.Contains(err.Error(), "low-rank") {
+		t.Errorf("rank on bf16: %v", err)
 	}
 }

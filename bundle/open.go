@@ -9,6 +9,7 @@ import (
 
 	"forge/checkpoint"
 	"forge/internal/budget"
+	"forge/internal/outpath"
 	"forge/lut"
 	"forge/model"
 	"forge/quant"
@@ -283,7 +284,7 @@ func IsBundle(dir string) bool {
 
 // Incomplete reports whether dir, which has no forge.json, is nevertheless
 // the remains of a bundle: an export's working directory (a name ending in
-// ".partial", or a staged shard), a directory whose shards carry forge's
+// ".partial", or forge's marker of one), a directory whose shards carry forge's
 // safetensors metadata ({"format": "forge"}), or a path that does not exist
 // beside a PATH.partial. The reason completes the sentence "DIR has no
 // forge.json: …". A directory with forge.json, or one that looks like
@@ -310,10 +311,8 @@ func Incomplete(dir string) (reason string, ok bool) {
 	if err != nil {
 		return "", false
 	}
-	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".safetensors.staging") {
-			return fmt.Sprintf("it holds %s, a shard being staged: an unfinished bundle", e.Name()), true
-		}
+	if m, ok := outpath.ReadMarker(dir); ok && m.Kind == partialKind {
+		return "it is an export's working directory (its marker says so): an unfinished bundle", true
 	}
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), ".safetensors") {

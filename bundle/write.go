@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -27,7 +26,10 @@ type Item struct {
 	// low-rank factor rank. Otherwise the item is a raw tensor of DType.
 	Format lut.Format
 	Rank   int
-	DType  safetensors.DType
+	// Rotation is the online input rotation the matrix is stored in (nil:
+	// none); the lut.Matrix written must carry exactly this one.
+	Rotation *RotationEntry
+	DType    safetensors.DType
 	// Matrix marks a raw 2-D weight (kept in its source dtype) so that the
 	// manifest lists it among the matrices.
 	Matrix bool
@@ -49,22 +51,14 @@ type WriteOptions struct {
 var CopiedFiles = []string{"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"}
 
 // Writer streams an export into OUT.partial and publishes it as OUT on Close.
-//
-// A shard's header carries the facts of its matrices (doc.go, "Integrity"),
-// and a matrix's rotation is known only when the matrix is written, so a
-// shard's arrays are first staged in OUT.partial/SHARD.staging and the
-// shard is written, header first, once its last item has arrived. This
-// costs one more write and read of each shard and, at the peak, the disk
-// space of one more shard.
+// A shard's header, written when its first item arrives, carries the facts
+// of its matrices (doc.go, "Integrity"), all declared up front in the Items.
 type Writer struct {
 	out, tmp string
 	opt      WriteOptions
 	items    []Item
 	shards   []shardPlan
 	next     int // next item to write
-	stage    *os.File
-	stageBuf *bufio.Writer
-	entries  []MatrixEntry // matrices of the shard being staged
 	cur      shardWriter
 	curShard int
 	man      Manifest
@@ -134,6 +128,9 @@ func (w *Writer) copySourceFiles() error {
 
 // tensorsOf lists the safetensors tensors an item becomes.
 func tensorsOf(it Item) ([]safetensors.TensorInfo, error) {
+	if it.Rank > 0 && !it.Format.Quantized() {
+		return nil, fmt.Errorf("matrix %q: a low-rank correction (rank %d) needs a quantized format, not %q", it.Name, it.Rank, it.Format)
+	}
 	if it.Format.Kind == 0 || !it.Format.Quantized() {
 		dt := it.DType
 		switch it.Format.Kind {
@@ -235,16 +232,27 @@ func (w *Writer) Matrix(name string, m *lut.Matrix) error {
 			arrays = append(arrays, u16Bytes(p.LowRankA), u16Bytes(p.LowRankB))
 		}
 	}
-	e := newEntry(it)
-	e.SNR = w.opt.SNR[name]
+	var rot *RotationEntry
 	if r := p.Rotation; r != nil {
 		h, ok := r.(hadamard)
 		if !ok {
 			return w.fail(fmt.Errorf("matrix %q: rotation %T cannot be stored (only quant.Hadamard)", name, r))
 		}
-		e.Rotation = &RotationEntry{Kind: "hadamard", Seed: h.Seed(), Block: h.Block()}
+		rot = &RotationEntry{Kind: "hadamard", Seed: h.Seed(), Block: h.Block()}
 	}
+	if (rot == nil) != (it.Rotation == nil) || rot != nil && *rot != *it.Rotation {
+		return w.fail(fmt.Errorf("matrix %q: has %s, declared %s", name, rotationText(rot), rotationText(it.Rotation)))
+	}
+	e := newEntry(it)
+	e.SNR = w.opt.SNR[name]
 	return w.writeItem(it, arrays, &e)
+}
+
+func rotationText(r *RotationEntry) string {
+	if r == nil {
+		return "no rotation"
+	}
+	return describeRotation(r)
 }
 
 // hadamard is what the manifest records of a quant.Hadamard rotation.
@@ -294,16 +302,24 @@ func (w *Writer) fail(err error) error {
 	return w.err
 }
 
-// writeItem stages an item's arrays for its shard, and adds its manifest
-// entry (nil for a vector); after the shard's last item it writes the shard.
+// writeItem streams an item's arrays into its shard, opening the shard at
+// its first item (its header holds the facts of all its matrices) and
+// closing it after its last; e is the item's manifest entry (nil for a
+// vector).
 func (w *Writer) writeItem(it Item, arrays [][]byte, e *MatrixEntry) error {
 	sp := &w.shards[w.curShard]
-	if w.stage == nil {
-		f, err := os.Create(filepath.Join(w.tmp, sp.name+".staging"))
+	if w.cur == nil {
+		var entries []MatrixEntry
+		for _, x := range w.items[sp.first:sp.end] {
+			if x.Format.Kind != 0 || x.Matrix {
+				entries = append(entries, newEntry(x))
+			}
+		}
+		sw, err := createShard(filepath.Join(w.tmp, sp.name), sp.infos, shardMetadata(entries))
 		if err != nil {
 			return w.fail(err)
 		}
-		w.stage, w.stageBuf = f, bufio.NewWriterSize(f, 1<<20)
+		w.cur = sw
 	}
 	ts, _ := tensorsOf(it)
 	if len(ts) != len(arrays) {
@@ -313,56 +329,23 @@ func (w *Writer) writeItem(it Item, arrays [][]byte, e *MatrixEntry) error {
 		if want := int64(t.NumElements()) * int64(t.DType.Size()); int64(len(arrays[i])) != want {
 			return w.fail(fmt.Errorf("tensor %q: got %d bytes, want %d (%v %v)", t.Name, len(arrays[i]), want, t.DType, t.Shape))
 		}
-		if _, err := w.stageBuf.Write(arrays[i]); err != nil {
+		if _, err := w.cur.Write(arrays[i]); err != nil {
 			return w.fail(err)
 		}
 	}
 	if e != nil {
-		w.entries = append(w.entries, *e)
 		w.man.Matrices = append(w.man.Matrices, *e)
 	}
 	w.next++
 	if w.next == sp.end {
-		if err := w.writeShard(sp); err != nil {
+		if err := w.cur.Close(); err != nil {
+			w.cur = nil
 			return w.fail(err)
 		}
+		w.cur = nil
 		w.curShard++
 	}
 	return nil
-}
-
-// writeShard writes a staged shard: its header with its matrices' facts,
-// then the staged arrays; it removes the staging file.
-func (w *Writer) writeShard(sp *shardPlan) error {
-	if err := w.stageBuf.Flush(); err != nil {
-		return err
-	}
-	if _, err := w.stage.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	sw, err := createShard(filepath.Join(w.tmp, sp.name), sp.infos, shardMetadata(w.entries))
-	if err != nil {
-		return err
-	}
-	w.cur = sw
-	// io.Reader hides (*os.File).WriteTo, which would copy 32 KiB at a time.
-	if _, err := io.CopyBuffer(sw, struct{ io.Reader }{w.stage}, make([]byte, 1<<20)); err != nil {
-		return err
-	}
-	w.cur = nil
-	if err := sw.Close(); err != nil {
-		return err
-	}
-	w.closeStage()
-	w.entries = nil
-	return os.Remove(filepath.Join(w.tmp, sp.name+".staging"))
-}
-
-func (w *Writer) closeStage() {
-	if w.stage != nil {
-		w.stage.Close()
-		w.stage, w.stageBuf = nil, nil
-	}
 }
 
 // Close checks that every item was written, hashes every file, writes the
@@ -427,7 +410,6 @@ func (w *Writer) Abort() {
 		w.cur.Abort()
 		w.cur = nil
 	}
-	w.closeStage()
 	os.RemoveAll(w.tmp)
 }
 
