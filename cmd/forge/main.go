@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"forge"
+	"forge/tokenizer"
 )
 
 type cli struct {
@@ -32,6 +33,10 @@ type cli struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if err := checkArgs(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "forge:", err)
+		os.Exit(1)
+	}
 	var c cli
 	k := kong.Parse(&c, kong.Name("forge"),
 		kong.Description("forge: quantize, evaluate and run Qwen3.5 hybrid models."),
@@ -42,4 +47,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "forge:", err)
 		os.Exit(1)
 	}
+}
+
+// checkArgs refuses arguments that are not UTF-8: kong would replace their ill-formed bytes
+// with U+FFFD, so that `forge tokenize TEXT` would encode other text than stdin holding the
+// same bytes, and a path would name another file.
+func checkArgs(args []string) error {
+	for i, a := range args {
+		if err := tokenizer.CheckUTF8(a); err != nil {
+			return fmt.Errorf("argument %d: %w", i+1, err)
+		}
+	}
+	return nil
 }
