@@ -26,6 +26,7 @@ type bpe struct {
 
 	pairsOnce sync.Once
 	pairs     *[1 << 16]uint32 // bytePairRanks
+	heads     sync.Pool        // *[]int32: mergeLinear's bucket heads, one a rank, all empty
 }
 
 const (

@@ -57,7 +57,8 @@ type linearMerge struct {
 	id   []int32  // cells, as above
 	rank []uint32 // rank of the pair starting at a live symbol; noRank for none and elsewhere
 
-	head     []int32  // rank → first block of its bucket + 1, 0 when empty
+	head     []int32  // rank → first block of its bucket + 1, 0 when empty (from m.heads)
+	listed   int      // blocks in buckets
 	bnext    []int32  // block → next block in its bucket + 1, 0 at the end
 	bprev    []int32  // block → previous block in its bucket + 1; stale for the first
 	bmin     []uint32 // block → rank of the bucket it is in, or noRank when in none
@@ -82,8 +83,13 @@ func (m *bpe) newLinearMerge(syms []int32, word string) *linearMerge {
 	nb := (len(syms) + blockSize - 1) >> blockBits
 	x := &linearMerge{
 		m: m, id: syms, rank: make([]uint32, len(syms)),
-		head:  make([]int32, len(m.byRank)),
 		bnext: make([]int32, nb), bprev: make([]int32, nb), bmin: make([]uint32, nb),
+		visiting: -1,
+	}
+	if h, ok := m.heads.Get().(*[]int32); ok {
+		x.head = *h
+	} else {
+		x.head = make([]int32, len(m.byRank))
 	}
 	x.initRanks(word)
 	return x
@@ -133,15 +139,18 @@ func (m *bpe) bytePairRanks() *[1 << 16]uint32 {
 	return m.pairs
 }
 
+// run merges rank by rank until no block is listed; the bucket heads, all empty again, go
+// back to m.heads for the next long word.
 func (x *linearMerge) run() {
+	first := noRank
 	for b := range x.bmin {
 		x.bmin[b] = noRank
 		if r := x.blockMin(b); r != noRank {
 			x.link(b, r)
+			first = min(first, r)
 		}
 	}
-	x.visiting = -1
-	for r := range x.head {
+	for r := int(first); x.listed > 0; r++ {
 		for x.head[r] != 0 {
 			b := int(x.head[r] - 1)
 			x.unlink(b)
@@ -156,6 +165,7 @@ func (x *linearMerge) run() {
 			}
 		}
 	}
+	x.m.heads.Put(&x.head)
 }
 
 // result compacts the live symbols' ids to the front of the cells.
@@ -272,6 +282,7 @@ func (x *linearMerge) link(b int, r uint32) {
 	}
 	x.head[r] = int32(b + 1)
 	x.bmin[b] = r
+	x.listed++
 }
 
 // unlink takes b out of its bucket. The first block's bprev is not kept (it is known first
@@ -279,6 +290,7 @@ func (x *linearMerge) link(b int, r uint32) {
 func (x *linearMerge) unlink(b int) {
 	r, nx := x.bmin[b], x.bnext[b]
 	x.bmin[b] = noRank
+	x.listed--
 	if x.head[r] == int32(b+1) {
 		x.head[r] = nx
 		return
