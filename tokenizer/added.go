@@ -89,6 +89,13 @@ type piece struct {
 
 // split appends the pieces of s: added tokens and the text between them, covering s.
 func (m *addedMatcher) split(dst []piece, s string) []piece {
+	m.each(s, func(p piece) bool { dst = append(dst, p); return true })
+	return dst
+}
+
+// each calls yield with the pieces of s in order, added tokens and the text between them,
+// covering s, until yield returns false.
+func (m *addedMatcher) each(s string, yield func(piece) bool) {
 	startOffset := 0
 	for pos := 0; pos < len(s); {
 		// Leftmost-longest: the first position where some content starts, its longest content.
@@ -115,21 +122,22 @@ func (m *addedMatcher) split(dst []piece, s string) []piece {
 			}
 		}
 		if t.LStrip {
-			start = max(trailingSpaceStart(s[:start]), startOffset)
+			start = startOffset + trailingSpaceStart(s[startOffset:start]) // not past the previous piece
 		}
 		if t.RStrip {
 			stop += leadingSpaceEnd(s[stop:])
 		}
-		if startOffset < start {
-			dst = append(dst, piece{startOffset, start, -1})
+		if startOffset < start && !yield(piece{startOffset, start, -1}) {
+			return
 		}
-		dst = append(dst, piece{start, stop, t.ID})
+		if !yield(piece{start, stop, t.ID}) {
+			return
+		}
 		startOffset = stop
 	}
 	if startOffset != len(s) {
-		dst = append(dst, piece{startOffset, len(s), -1})
+		yield(piece{startOffset, len(s), -1})
 	}
-	return dst
 }
 
 // isWordRune is Rust regex's Unicode \w: Alphabetic, marks, decimal digits, connector

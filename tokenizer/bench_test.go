@@ -83,3 +83,45 @@ func BenchmarkNormalizeNFC(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLongWord merges one 1 MB word without spaces (random letters, one letter repeated)
+// with the linear merge that long words take and, for comparison, tokenizers' heap merge;
+// "encode" is the whole of EncodeStream.
+func BenchmarkLongWord(b *testing.B) {
+	toks := []struct {
+		name string
+		load func(testing.TB) *Tokenizer
+	}{{"tiny", loadTiny}, {"qwen3", loadQwen3}}
+	words := hostileWords(0, 1<<20)
+	for _, tk := range toks {
+		for _, kind := range []string{"random letters", "one letter"} {
+			w := words[kind]
+			name := tk.name + "/" + strings.ReplaceAll(kind, " ", "-")
+			b.Run(name+"/linear", func(b *testing.B) {
+				m := tk.load(b).model
+				syms := m.symbols(nil, w)
+				scratch := make([]int32, len(syms))
+				b.SetBytes(int64(len(w)))
+				for b.Loop() {
+					m.mergeLinear(append(scratch[:0], syms...), w)
+				}
+			})
+			b.Run(name+"/heap", func(b *testing.B) {
+				m := tk.load(b).model
+				syms := m.symbols(nil, w)
+				scratch := make([]int32, len(syms))
+				b.SetBytes(int64(len(w)))
+				for b.Loop() {
+					m.mergeHeap(append(scratch[:0], syms...))
+				}
+			})
+			b.Run(name+"/encode", func(b *testing.B) {
+				tok := tk.load(b)
+				b.SetBytes(int64(len(w)))
+				for b.Loop() {
+					tok.EncodeStream(w, func([]int) error { return nil })
+				}
+			})
+		}
+	}
+}

@@ -8,9 +8,11 @@ import (
 // bpe is the byte-level BPE model. Words arrive as raw bytes; byte b stands for the vocabulary
 // token byteRunes[b]. Merges are looked up by the pair of ids of their two parts.
 type bpe struct {
-	vocab  map[string]int32  // token (in the byte alphabet) → id
-	tokens []string          // id → token; "" where the vocabulary has no such id
-	merges map[uint64]uint64 // pairKey(left, right) → rank<<32 | id of the merged token
+	vocab    map[string]int32  // token (in the byte alphabet) → id
+	tokens   []string          // id → token; "" where the vocabulary has no such id
+	merges   map[uint64]uint64 // pairKey(left, right) → rank<<32 | id of the merged token
+	byRank   []mergeRule       // rank → merge
+	monotone bool              // merges rank after the merges making their parts (bpe_linear.go)
 
 	byteID       [256]int32 // id of byte b's one-rune token, or -1
 	fallbackID   [256]int32 // id of "<0xXX>" for byte_fallback, or -1
@@ -21,25 +23,40 @@ type bpe struct {
 
 	mu    sync.RWMutex
 	cache map[string][]int32 // word → ids, for words up to maxCachedWord bytes
+
+	pairsOnce sync.Once
+	pairs     *[1 << 16]uint32 // bytePairRanks
+	heads     sync.Pool        // *[]int32: mergeLinear's bucket heads, one a rank, all empty
 }
 
 const (
 	maxCachedWord = 256     // as tokenizers' BPE cache (MAX_LENGTH)
 	maxCacheSize  = 1 << 18 // entries; the cache is dropped when it grows past this
-	heapMergeLen  = 64      // words with more symbols than this merge with the heap
+	heapMergeLen  = 64      // words with more symbols than this merge with the heap...
+	linearLen     = 1 << 12 // ... or, with more than this and monotone merges, linearly
 )
 
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
-// appendWord appends the ids of one pre-tokenized word (raw bytes).
-func (m *bpe) appendWord(dst []int, word string) []int {
+// pairRank returns the rank of the merge of a and b, or noRank.
+func (m *bpe) pairRank(a, b int32) uint32 {
+	if v, ok := m.merges[pairKey(a, b)]; ok {
+		return uint32(v >> 32)
+	}
+	return noRank
+}
+
+// word returns the ids of one pre-tokenized word (raw bytes), in buf when it is large enough.
+// The result may also be a cache entry: the caller reads it before the next call and never
+// writes it.
+func (m *bpe) word(buf []int32, word string) []int32 {
 	if len(word) == 1 && m.byteID[word[0]] >= 0 {
-		return append(dst, int(m.byteID[word[0]]))
+		return append(buf[:0], m.byteID[word[0]])
 	}
 	if m.ignoreMerges {
-		var buf [128]byte
-		if id, ok := m.vocab[string(byteLevelEncode(buf[:0], word))]; ok {
-			return append(dst, int(id))
+		var tb [128]byte
+		if id, ok := m.vocab[string(byteLevelEncode(tb[:0], word))]; ok {
+			return append(buf[:0], id)
 		}
 	}
 	cacheable := len(word) <= maxCachedWord
@@ -48,21 +65,20 @@ func (m *bpe) appendWord(dst []int, word string) []int {
 		ids, ok := m.cache[word]
 		m.mu.RUnlock()
 		if ok {
-			for _, id := range ids {
-				dst = append(dst, int(id))
-			}
-			return dst
+			return ids
 		}
 	}
-	var buf [64]int32
-	syms := m.symbols(buf[:0], word)
-	if len(syms) > heapMergeLen {
-		syms = m.mergeHeap(syms)
-	} else {
-		syms = m.mergeScan(syms)
+	if cap(buf) < len(word) {
+		buf = make([]int32, 0, len(word)) // one symbol a byte but with byte_fallback
 	}
-	for _, id := range syms {
-		dst = append(dst, int(id))
+	syms := m.symbols(buf[:0], word)
+	switch {
+	case len(syms) <= heapMergeLen:
+		syms = m.mergeScan(syms)
+	case len(syms) > linearLen && m.monotone:
+		syms = m.mergeLinear(syms, word)
+	default:
+		syms = m.mergeHeap(syms)
 	}
 	if cacheable {
 		ids := append([]int32(nil), syms...)
@@ -73,7 +89,7 @@ func (m *bpe) appendWord(dst []int, word string) []int {
 		m.cache[word] = ids
 		m.mu.Unlock()
 	}
-	return dst
+	return syms
 }
 
 // symbols maps each byte of word to its token, as tokenizers' BPE::merge_word does for each
@@ -170,11 +186,11 @@ func (m *bpe) mergeHeap(syms []int32) []int32 {
 		next[i], prev[i] = int32(i+1), int32(i-1)
 	}
 	next[n-1] = -1
-	var h mergeQueue
+	h := make(mergeQueue, 0, n)
 	push := func(pos int32) {
 		if nx := next[pos]; nx >= 0 {
-			if v, ok := m.merges[pairKey(syms[pos], syms[nx])]; ok {
-				h.push(mergeItem{v, pos})
+			if r := m.pairRank(syms[pos], syms[nx]); r != noRank {
+				h.push(uint64(r)<<32 | uint64(pos))
 			}
 		}
 	}
@@ -183,15 +199,16 @@ func (m *bpe) mergeHeap(syms []int32) []int32 {
 	}
 	for len(h) > 0 {
 		top := h.pop()
-		pos := top.pos
+		pos, r := int32(uint32(top)), top>>32
 		nx := next[pos]
 		if syms[pos] < 0 || nx < 0 {
 			continue
 		}
-		if v, ok := m.merges[pairKey(syms[pos], syms[nx])]; !ok || v != top.v {
+		v, ok := m.merges[pairKey(syms[pos], syms[nx])]
+		if !ok || v>>32 != r {
 			continue // stale: one side has merged since this entry was queued
 		}
-		syms[pos] = int32(uint32(top.v))
+		syms[pos] = int32(uint32(v))
 		syms[nx] = -1
 		next[pos] = next[nx]
 		if nn := next[nx]; nn >= 0 {
@@ -209,28 +226,16 @@ func (m *bpe) mergeHeap(syms []int32) []int32 {
 	return out
 }
 
-// mergeItem is a queued merge: v = rank<<32 | merged id, at the symbol position pos.
-type mergeItem struct {
-	v   uint64
-	pos int32
-}
+// mergeQueue is a binary min-heap of candidate merges rank<<32 | position, so ordered by rank
+// and then position.
+type mergeQueue []uint64
 
-func (a mergeItem) less(b mergeItem) bool {
-	if a.v>>32 != b.v>>32 {
-		return a.v>>32 < b.v>>32
-	}
-	return a.pos < b.pos
-}
-
-// mergeQueue is a binary min-heap of mergeItem.
-type mergeQueue []mergeItem
-
-func (h *mergeQueue) push(x mergeItem) {
+func (h *mergeQueue) push(x uint64) {
 	*h = append(*h, x)
 	q := *h
 	for i := len(q) - 1; i > 0; {
 		p := (i - 1) / 2
-		if !q[i].less(q[p]) {
+		if q[i] >= q[p] {
 			break
 		}
 		q[i], q[p] = q[p], q[i]
@@ -238,7 +243,7 @@ func (h *mergeQueue) push(x mergeItem) {
 	}
 }
 
-func (h *mergeQueue) pop() mergeItem {
+func (h *mergeQueue) pop() uint64 {
 	q := *h
 	top := q[0]
 	last := len(q) - 1
@@ -246,10 +251,10 @@ func (h *mergeQueue) pop() mergeItem {
 	q = q[:last]
 	for i := 0; ; {
 		l, r, min := 2*i+1, 2*i+2, i
-		if l < len(q) && q[l].less(q[min]) {
+		if l < len(q) && q[l] < q[min] {
 			min = l
 		}
-		if r < len(q) && q[r].less(q[min]) {
+		if r < len(q) && q[r] < q[min] {
 			min = r
 		}
 		if min == i {

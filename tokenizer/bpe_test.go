@@ -23,7 +23,13 @@ func newModel(t *testing.T, vocab map[string]int32, merges []string, opts modelJ
 	return m
 }
 
-func words(m *bpe, w string) []int { return m.appendWord(nil, w) }
+func words(m *bpe, w string) []int {
+	var ids []int
+	for _, id := range m.word(nil, w) {
+		ids = append(ids, int(id))
+	}
+	return ids
+}
 
 // The cases of tokenizers' models/bpe/model.rs tests.
 func TestBPEModel(t *testing.T) {

@@ -2,8 +2,8 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-
 	"path/filepath"
 	"slices"
 	"sync"
@@ -28,6 +28,56 @@ type ChatOptions struct {
 	// Qwen3.5's iterate over `arguments|items` and reject strings. Off, arguments reach the
 	// template as given, as with transformers.
 	ParseArguments bool
+	// MaxBytes bounds the messages, tools and kwargs JSON together; 0 means
+	// DefaultChatMaxBytes and a negative value lifts the bound.
+	MaxBytes int
+	// MaxDepth bounds how deeply arrays and objects nest in each of them (and in tool-call
+	// arguments that ParseArguments decodes, counted from the top of the messages); 0 means
+	// DefaultChatMaxDepth and a negative value lifts the bound.
+	MaxDepth int
+}
+
+// Chat's input bounds. Rendering costs time quadratic in the nesting depth (the template
+// engine prints a nested value level by level), so depth is bounded, before any decoding, by
+// far more than conversations need: a message is 2 levels, its content parts 4, a tool-call
+// argument object 6; a tool's JSON schema with 10 levels of nested objects (the deepest that
+// OpenAI's structured outputs accept) is about 24. The size bound is well above a 262,144-token
+// context (about 1 MiB of text, at most 6 MiB JSON-escaped).
+const (
+	DefaultChatMaxBytes = 16 << 20
+	DefaultChatMaxDepth = 64
+)
+
+// ErrLimit marks an input refused for exceeding a bound; the error names the bound.
+var ErrLimit = errors.New("input over a limit")
+
+// limits returns the effective MaxBytes and MaxDepth (a negative value for none).
+func (o *ChatOptions) limits() (maxBytes, maxDepth int) {
+	maxBytes, maxDepth = o.MaxBytes, o.MaxDepth
+	if maxBytes == 0 {
+		maxBytes = DefaultChatMaxBytes
+	}
+	if maxDepth == 0 {
+		maxDepth = DefaultChatMaxDepth
+	}
+	return maxBytes, maxDepth
+}
+
+// checkLimits refuses inputs over the bounds, in one pass over their bytes.
+func (o *ChatOptions) checkLimits(messagesJSON []byte) error {
+	maxBytes, maxDepth := o.limits()
+	if n := len(messagesJSON) + len(o.Tools) + len(o.Kwargs); maxBytes >= 0 && n > maxBytes {
+		return fmt.Errorf("messages, tools and kwargs hold %d bytes, over the limit of %d (ChatOptions.MaxBytes): %w", n, maxBytes, ErrLimit)
+	}
+	for _, in := range []struct {
+		name string
+		data []byte
+	}{{"messages", messagesJSON}, {"tools", o.Tools}, {"kwargs", o.Kwargs}} {
+		if off := jsonTooDeep(in.data, maxDepth); off >= 0 {
+			return fmt.Errorf("%s nest deeper than %d levels at byte offset %d (ChatOptions.MaxDepth): %w", in.name, maxDepth, off, ErrLimit)
+		}
+	}
+	return nil
 }
 
 // chatTemplates holds a tokenizer's chat templates by name, compiled on first use.
@@ -116,7 +166,13 @@ var reserved = []string{"messages", "tools", "documents", "add_generation_prompt
 // add_generation_prompt, the special tokens of tokenizer_config.json (bos_token, eos_token, ...,
 // additional_special_tokens) and the kwargs. JSON object keys keep their order, so tojson
 // prints tool schemas and arguments as given. Encode the result for the prompt's ids.
+//
+// Inputs over opts.MaxBytes or nesting deeper than opts.MaxDepth are refused with an error
+// wrapping ErrLimit before any other work.
 func (t *Tokenizer) Chat(messagesJSON []byte, opts ChatOptions) (string, error) {
+	if err := opts.checkLimits(messagesJSON); err != nil {
+		return "", fmt.Errorf("chat: %w", err)
+	}
 	name := opts.Template
 	if name == "" {
 		name = "default"
@@ -160,7 +216,10 @@ func (t *Tokenizer) Chat(messagesJSON []byte, opts ChatOptions) (string, error) 
 		return "", fmt.Errorf("chat: messages must be a JSON list: %v", err)
 	}
 	if opts.ParseArguments {
-		parseArguments(msgs)
+		_, maxDepth := opts.limits()
+		if err := parseArguments(msgs, maxDepth); err != nil {
+			return "", fmt.Errorf("chat: %w", err)
+		}
 	}
 	vars["messages"] = msgs
 	vars["tools"] = jinja.None()
@@ -181,9 +240,10 @@ func (t *Tokenizer) Chat(messagesJSON []byte, opts ChatOptions) (string, error) 
 }
 
 // parseArguments replaces, in every message's tool_calls, string arguments that hold a JSON
-// object (under the call or its "function") with the decoded object.
-func parseArguments(msgs jinja.Value) {
-	for _, m := range msgs.AsList().Items {
+// object (under the call or its "function") with the decoded object. Such an object must not
+// take the messages deeper than maxDepth levels (negative: no bound).
+func parseArguments(msgs jinja.Value, maxDepth int) error {
+	for i, m := range msgs.AsList().Items {
 		if !m.IsDict() {
 			continue
 		}
@@ -191,21 +251,28 @@ func parseArguments(msgs jinja.Value) {
 		if !ok || !calls.IsList() {
 			continue
 		}
-		for _, call := range calls.AsList().Items {
+		for j, call := range calls.AsList().Items {
 			if !call.IsDict() {
 				continue
 			}
-			target := call.AsDict()
+			target, depth := call.AsDict(), 4 // messages, message, tool_calls, call
 			if fn, ok := target.Get("function"); ok && fn.IsDict() {
-				target = fn.AsDict()
+				target, depth = fn.AsDict(), 5
 			}
 			args, ok := target.Get("arguments")
 			if !ok || !args.IsString() {
 				continue
 			}
-			if v, err := jsonValue([]byte(args.AsString())); err == nil && v.IsDict() {
+			raw := []byte(args.AsString())
+			if maxDepth >= 0 {
+				if off := jsonTooDeep(raw, max(maxDepth-depth, 0)); off >= 0 {
+					return fmt.Errorf("message %d tool call %d: arguments take the messages deeper than %d levels at byte offset %d of the arguments (ChatOptions.MaxDepth): %w", i, j, maxDepth, off, ErrLimit)
+				}
+			}
+			if v, err := jsonValue(raw); err == nil && v.IsDict() {
 				target.Set("arguments", v)
 			}
 		}
 	}
+	return nil
 }

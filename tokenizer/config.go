@@ -255,6 +255,7 @@ func (m *bpe) parseMerges(raw json.RawMessage) error {
 	}
 	n := max(len(lines), len(pairs))
 	m.merges = make(map[uint64]uint64, n)
+	m.byRank = make([]mergeRule, n)
 	var buf []byte
 	for rank := range n {
 		var a, b string
@@ -273,7 +274,13 @@ func (m *bpe) parseMerges(raw json.RawMessage) error {
 		if !oka || !okb || !okc {
 			return fmt.Errorf("merge %d (%q, %q): token not in the vocabulary", rank, a, b)
 		}
-		m.merges[pairKey(ia, ib)] = uint64(rank)<<32 | uint64(uint32(ic)) // a repeated pair: the last rank wins, as in tokenizers
+		key := pairKey(ia, ib)
+		if v, ok := m.merges[key]; ok { // a repeated pair: the last rank wins, as in tokenizers
+			m.byRank[v>>32].left = -1
+		}
+		m.merges[key] = uint64(rank)<<32 | uint64(uint32(ic))
+		m.byRank[rank] = mergeRule{ia, ib, ic}
 	}
+	m.monotone = checkMonotone(m.byRank, len(m.tokens))
 	return nil
 }

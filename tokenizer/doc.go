@@ -30,9 +30,17 @@
 //
 // The BPE model (bpe.go) maps each byte of a word to its token in GPT-2's byte alphabet
 // (bytelevel.go) and merges pairs by rank, looked up in a map keyed by the pair of ids; short
-// words merge by scanning, long ones with a priority queue (the two are twins under test).
+// words merge by scanning, longer ones with a priority queue as tokenizers does, and words of
+// over 4096 symbols in linear time and 8 bytes a symbol when the merges are monotone, each
+// ranked after the merges making its parts (bpe_linear.go; checked at load, true of trained
+// vocabularies such as Qwen3's). The three are twins under test.
 // byte_fallback, unk_token, fuse_unk and ignore_merges behave as in tokenizers; merges may be
 // written as "a b" strings or [a, b] pairs.
+//
+// Encode takes any bytes, bytes that are not UTF-8 going through the byte alphabet as
+// themselves; EncodeChecked and EncodeStream refuse them (ErrInvalidUTF8, naming the offset),
+// as tokenizers' str cannot hold them. EncodeStream hands the ids over in batches, so that
+// encoding a large text holds no list of its ids.
 //
 // Anything else in tokenizer.json (other model types, normalizers, pre-tokenizers,
 // post-processors or decoders, BPE dropout or subword prefixes, truncation, padding) is refused
@@ -52,6 +60,10 @@
 // are decoded from JSON into ordered template values (jsonvalue.go), so tool schemas and
 // arguments print in their given key order; tool-call arguments reach the template as given,
 // object or JSON string.
+//
+// Chat refuses, with ErrLimit, inputs over ChatOptions.MaxBytes (16 MiB) or nesting deeper
+// than ChatOptions.MaxDepth (64 levels) before decoding them: rendering costs time quadratic in
+// the depth.
 //
 // With ChatOptions.ParseArguments, tool-call arguments sent as JSON strings (OpenAI style) are
 // decoded first, as vLLM does, for templates such as Qwen3.5's that iterate over them.

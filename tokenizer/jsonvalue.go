@@ -84,3 +84,37 @@ func decodeValue(dec *json.Decoder) (jinja.Value, error) {
 	}
 	return jinja.Value{}, fmt.Errorf("unexpected JSON token %v", tok)
 }
+
+// jsonTooDeep returns the byte offset of the first '[' or '{' in data that opens a level
+// deeper than maxDepth, or -1 when none does or maxDepth < 0. It only reads the bytes (skipping
+// strings, honouring escapes), so it bounds the work of decoding before decoding starts;
+// malformed JSON is left to the decoder, which meets the same brackets up to its error.
+func jsonTooDeep(data []byte, maxDepth int) int {
+	if maxDepth < 0 {
+		return -1
+	}
+	depth, inString := 0, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			if depth++; depth > maxDepth {
+				return i
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return -1
+}

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -81,14 +82,20 @@ func (u unicodeForm) hasInert(s string) bool {
 	return false
 }
 
+// slowChunk is the size from which slow cuts the text before its next ASCII character.
+const slowChunk = 4096
+
 // slow normalizes s rune by rune. Bytes that are not UTF-8 pass through and, like starters,
-// separate what is on either side.
+// separate what is on either side. The text is normalized in pieces cut before an ASCII
+// character once over slowChunk bytes, which is safe: an ASCII character is a starter that
+// neither decomposes nor composes with what precedes it.
 func (u unicodeForm) slow(s string) string {
-	out := make([]byte, 0, len(s)+len(s)/4)
+	var out strings.Builder
+	out.Grow(len(s) + len(s)/4)
 	var buf []cccRune
 	for len(s) > 0 {
 		n := 0
-		for n < len(s) {
+		for n < len(s) && !(n >= slowChunk && s[n] < utf8.RuneSelf) {
 			r, w := utf8.DecodeRuneInString(s[n:])
 			if r == utf8.RuneError && w == 1 {
 				break
@@ -97,15 +104,15 @@ func (u unicodeForm) slow(s string) string {
 		}
 		buf = u.normalizeRunes(buf[:0], s[:n])
 		for _, c := range buf {
-			out = utf8.AppendRune(out, c.r)
+			out.WriteRune(c.r)
 		}
-		if n < len(s) {
-			out = append(out, s[n])
+		if n < len(s) && s[n] >= utf8.RuneSelf { // a byte that is not UTF-8
+			out.WriteByte(s[n])
 			n++
 		}
 		s = s[n:]
 	}
-	return string(out)
+	return out.String()
 }
 
 type cccRune struct {
@@ -151,23 +158,60 @@ func (u unicodeForm) normalizeRunes(buf []cccRune, s string) []cccRune {
 			}
 		}
 	}
-	// Canonical ordering: insertion sort, stable, within each run of non-starters.
-	for i := 1; i < len(buf); i++ {
-		c := buf[i]
-		if c.ccc == 0 {
-			continue
-		}
-		j := i
-		for j > 0 && buf[j-1].ccc > c.ccc {
-			buf[j] = buf[j-1]
-			j--
-		}
-		buf[j] = c
-	}
+	canonicalOrder(buf)
 	if u.f == norm.NFC || u.f == norm.NFKC {
 		buf = u.compose(buf)
 	}
 	return buf
+}
+
+// canonicalOrder sorts every run of non-starters by combining class, stably (the canonical
+// ordering algorithm), in time linear in the run's length however long, and returns the
+// number of runes moved or counted, for tests.
+func canonicalOrder(buf []cccRune) (work int) {
+	for i := 0; i < len(buf); {
+		if buf[i].ccc == 0 {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(buf) && buf[j].ccc != 0 {
+			j++
+		}
+		work += sortRun(buf[i:j])
+		i = j
+	}
+	return work
+}
+
+// sortRun sorts run stably by combining class: by insertion when short, else by counting.
+func sortRun(run []cccRune) (work int) {
+	if len(run) <= 16 {
+		for i := 1; i < len(run); i++ {
+			c, j := run[i], i
+			for j > 0 && run[j-1].ccc > c.ccc {
+				run[j] = run[j-1]
+				j--
+				work++
+			}
+			run[j] = c
+		}
+		return work
+	}
+	var start [256]int
+	for _, c := range run {
+		start[c.ccc]++
+	}
+	for k, at := 0, 0; k < len(start); k++ {
+		start[k], at = at, at+start[k]
+	}
+	sorted := make([]cccRune, len(run))
+	for _, c := range run {
+		sorted[start[c.ccc]] = c
+		start[c.ccc]++
+	}
+	copy(run, sorted)
+	return 2 * len(run)
 }
 
 // compose is the canonical composition algorithm (UAX #15): each rune joins the last starter

@@ -184,75 +184,166 @@ func (t *Tokenizer) IsSpecial(id int) bool { return t.special[id] }
 
 // Encode returns the ids of text, as Hugging Face's encode(text) (the ByteLevel
 // post-processor adds no tokens). Added tokens, special or not, are recognized in the text.
+// Bytes that are not UTF-8 are encoded as themselves, through the byte alphabet; text from
+// outside goes through EncodeChecked or EncodeStream, which refuse them as tokenizers' str
+// argument cannot hold them.
 func (t *Tokenizer) Encode(text string) []int {
 	return t.EncodeAppend(make([]int, 0, len(text)/3+1), text)
 }
 
 // EncodeAppend appends the ids of text to dst.
 func (t *Tokenizer) EncodeAppend(dst []int, text string) []int {
-	if t.raw == nil {
-		return t.encodeNormalized(dst, text)
+	s := sink{ids: dst}
+	t.encode(&s, text)
+	return s.ids
+}
+
+// EncodeChecked is Encode for text that must be valid UTF-8, as the str that tokenizers takes
+// is: other text gets an error wrapping ErrInvalidUTF8 that names the byte offset of its first
+// ill-formed sequence.
+func (t *Tokenizer) EncodeChecked(text string) ([]int, error) {
+	if err := CheckUTF8(text); err != nil {
+		return nil, err
 	}
-	var buf [32]piece
-	for _, p := range t.raw.split(buf[:0], text) {
-		if p.id >= 0 {
-			dst = append(dst, p.id)
-		} else {
-			dst = t.encodeNormalized(dst, text[p.start:p.end])
+	return t.Encode(text), nil
+}
+
+// EncodeStream is EncodeChecked handing the ids to yield in order, in batches of at most
+// StreamBatch ids that yield may not keep, so that memory does not grow with their number. It
+// returns the first error of yield, which ends the encoding.
+func (t *Tokenizer) EncodeStream(text string, yield func(ids []int) error) error {
+	if err := CheckUTF8(text); err != nil {
+		return err
+	}
+	s := sink{ids: make([]int, 0, StreamBatch), flush: yield}
+	t.encode(&s, text)
+	if s.err == nil && len(s.ids) > 0 {
+		s.err = yield(s.ids)
+	}
+	return s.err
+}
+
+// StreamBatch is the most ids EncodeStream hands over at once.
+const StreamBatch = 4096
+
+// ErrInvalidUTF8 marks text that is not valid UTF-8.
+var ErrInvalidUTF8 = errors.New("text is not valid UTF-8")
+
+// CheckUTF8 returns nil for valid UTF-8, else an error wrapping ErrInvalidUTF8 that names the
+// byte offset of the first ill-formed sequence and its bytes.
+func CheckUTF8(text string) error {
+	if utf8.ValidString(text) {
+		return nil
+	}
+	for i := 0; i < len(text); {
+		r, w := utf8.DecodeRuneInString(text[i:])
+		if r == utf8.RuneError && w == 1 {
+			n, _, _ := utf8Seq([]byte(text[i:min(i+4, len(text))]))
+			return fmt.Errorf("byte offset %d (% x): %w", i, text[i:i+n], ErrInvalidUTF8)
+		}
+		i += w
+	}
+	return nil // unreachable: ValidString was false
+}
+
+// sink receives the ids of an encoding in order: it keeps them all, or, with flush, hands
+// them over whenever StreamBatch have gathered.
+type sink struct {
+	ids   []int
+	flush func([]int) error
+	err   error // flush's first error; the encoding stops
+}
+
+func (s *sink) add(ids []int32) {
+	for len(ids) > 0 && s.err == nil {
+		n := len(ids)
+		if s.flush != nil {
+			n = min(n, StreamBatch-len(s.ids))
+		}
+		for _, id := range ids[:n] {
+			s.ids = append(s.ids, int(id))
+		}
+		ids = ids[n:]
+		if s.flush != nil && len(s.ids) >= StreamBatch {
+			s.err = s.flush(s.ids)
+			s.ids = s.ids[:0]
 		}
 	}
-	return dst
+}
+
+func (s *sink) one(id int) {
+	var one = [1]int32{int32(id)}
+	s.add(one[:])
+}
+
+// encode runs the pipeline: added tokens matched in the raw text, then the rest normalized.
+func (t *Tokenizer) encode(s *sink, text string) {
+	if t.raw == nil {
+		t.encodeNormalized(s, text)
+		return
+	}
+	t.raw.each(text, func(p piece) bool {
+		if p.id >= 0 {
+			s.one(p.id)
+		} else {
+			t.encodeNormalized(s, text[p.start:p.end])
+		}
+		return s.err == nil
+	})
 }
 
 // encodeNormalized normalizes text that holds no raw-matched added token, then extracts the
 // normalized added tokens, pre-tokenizes and runs the model.
-func (t *Tokenizer) encodeNormalized(dst []int, text string) []int {
+func (t *Tokenizer) encodeNormalized(s *sink, text string) {
 	if t.normalizer != nil {
 		text = t.normalizer.normalize(text)
 	}
 	if t.normalized == nil {
-		return t.encodeText(dst, text)
+		t.encodeText(s, text)
+		return
 	}
-	var buf [32]piece
-	for _, p := range t.normalized.split(buf[:0], text) {
+	t.normalized.each(text, func(p piece) bool {
 		if p.id >= 0 {
-			dst = append(dst, p.id)
+			s.one(p.id)
 		} else {
-			dst = t.encodeText(dst, text[p.start:p.end])
+			t.encodeText(s, text[p.start:p.end])
 		}
-	}
-	return dst
+		return s.err == nil
+	})
 }
 
 // encodeText pre-tokenizes normalized text and encodes each word.
-func (t *Tokenizer) encodeText(dst []int, text string) []int {
+func (t *Tokenizer) encodeText(s *sink, text string) {
+	var buf [64]int32
 	if t.fast == nil {
-		return t.encodeSteps(dst, text)
+		t.encodeSteps(s, text, buf[:])
+		return
 	}
-	for i := 0; i < len(text); {
+	for i := 0; i < len(text) && s.err == nil; {
 		j := t.fast.next(text, i)
-		dst = t.model.appendWord(dst, text[i:j])
+		s.add(t.model.word(buf[:0], text[i:j]))
 		i = j
 	}
-	return dst
 }
 
 // encodeSteps runs the pre-tokenizer steps in turn on every piece, then the model.
-func (t *Tokenizer) encodeSteps(dst []int, text string) []int {
-	var walk func(s string, k int)
-	walk = func(s string, k int) {
+func (t *Tokenizer) encodeSteps(s *sink, text string, buf []int32) {
+	var walk func(p string, k int)
+	walk = func(p string, k int) {
+		if s.err != nil {
+			return
+		}
 		if k == len(t.steps) {
-			if s != "" {
-				dst = t.model.appendWord(dst, s)
+			if p != "" {
+				s.add(t.model.word(buf[:0], p))
 			}
 			return
 		}
-		t.steps[k].split(s, func(p string) { walk(p, k+1) })
+		t.steps[k].split(p, func(q string) { walk(q, k+1) })
 	}
 	if text != "" {
 		walk(text, 0)
 	}
-	return dst
 }
 
 // tokenBytes returns the bytes that id decodes to.

@@ -16,6 +16,7 @@ import (
 	"forge"
 	"forge/internal/budget"
 	"forge/internal/outpath"
+	"forge/tokenizer"
 )
 
 type cli struct {
@@ -38,6 +39,10 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	interrupts(cancel)
+	if err := checkArgs(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "forge:", err)
+		os.Exit(2)
+	}
 	var c cli
 	parser, err := kong.New(&c, kong.Name("forge"),
 		kong.Description("forge: quantize, evaluate and run Qwen3.5 hybrid models."),
@@ -121,4 +126,16 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// checkArgs refuses arguments that are not UTF-8: kong would replace their ill-formed bytes
+// with U+FFFD, so that `forge tokenize TEXT` would encode other text than stdin holding the
+// same bytes, and a path would name another file.
+func checkArgs(args []string) error {
+	for i, a := range args {
+		if err := tokenizer.CheckUTF8(a); err != nil {
+			return fmt.Errorf("argument %d: %w", i+1, err)
+		}
+	}
+	return nil
 }

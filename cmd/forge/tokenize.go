@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"forge/tokenizer"
 )
@@ -28,10 +31,7 @@ func (c *TokenizeCmd) Run() error {
 	if c.JSONL {
 		err = c.jsonl(tok, out)
 	} else {
-		var text []byte
-		if text, err = argOrStdin(c.Text, "TEXT"); err == nil {
-			err = writeIDs(out, tok.Encode(string(text)))
-		}
+		err = c.plain(tok, out)
 	}
 	if err != nil {
 		return err
@@ -39,8 +39,32 @@ func (c *TokenizeCmd) Run() error {
 	return out.Flush()
 }
 
-// jsonl encodes every line of the input, a JSON string, into a JSON list of ids.
-func (c *TokenizeCmd) jsonl(tok *tokenizer.Tokenizer, out io.Writer) error {
+// plain encodes the argument or stdin, which must be UTF-8 (main refuses other arguments),
+// writing the ids as they come.
+func (c *TokenizeCmd) plain(tok *tokenizer.Tokenizer, out *bufio.Writer) error {
+	var text, name string
+	switch c.Text {
+	case "":
+		return errors.New("TEXT: give it as an argument, or - to read stdin")
+	case "-":
+		var err error
+		if text, err = readString(os.Stdin); err != nil {
+			return fmt.Errorf("stdin: %w", err)
+		}
+		name = "stdin"
+	default:
+		text, name = c.Text, "TEXT"
+	}
+	if err := writeIDs(out, tok, text); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// jsonl encodes every line of the input, a JSON string, into a JSON list of ids. Lines must
+// be UTF-8 and their strings free of unpaired surrogate escapes, which Go's decoder would
+// silently turn into U+FFFD and Python's would keep, for tokenizers to refuse.
+func (c *TokenizeCmd) jsonl(tok *tokenizer.Tokenizer, out *bufio.Writer) error {
 	in := io.Reader(os.Stdin)
 	name := "stdin"
 	if c.Text != "" && c.Text != "-" {
@@ -53,19 +77,58 @@ func (c *TokenizeCmd) jsonl(tok *tokenizer.Tokenizer, out io.Writer) error {
 	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(nil, 1<<30)
-	var ids []int
 	for line := 1; sc.Scan(); line++ {
+		if err := checkJSONText(sc.Bytes()); err != nil {
+			return fmt.Errorf("%s line %d: %w", name, line, err)
+		}
 		var text string
 		if err := json.Unmarshal(sc.Bytes(), &text); err != nil {
 			return fmt.Errorf("%s line %d: want a JSON string: %w", name, line, err)
 		}
-		ids = tok.EncodeAppend(ids[:0], text)
-		if err := writeIDs(out, ids); err != nil {
-			return err
+		if err := writeIDs(out, tok, text); err != nil {
+			return fmt.Errorf("%s line %d: %w", name, line, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// checkJSONText returns an error naming the byte offset of the first ill-formed UTF-8
+// sequence or unpaired surrogate escape (\uD800-\uDFFF) of a JSON text.
+func checkJSONText(data []byte) error {
+	if !utf8.Valid(data) {
+		return tokenizer.CheckUTF8(string(data))
+	}
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(data) || data[i] != '\\' || data[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(data[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		r, ok := hex(i)
+		if !ok {
+			i++ // an escaped character, perhaps a backslash
+			continue
+		}
+		switch {
+		case 0xD800 <= r && r < 0xDC00:
+			if r2, ok := hex(i + 6); ok && 0xDC00 <= r2 && r2 < 0xE000 {
+				i += 11
+				continue
+			}
+		case 0xDC00 <= r && r < 0xE000:
+		default:
+			i += 5
+			continue
+		}
+		return fmt.Errorf("byte offset %d: unpaired surrogate escape %s: %w", i, data[i:i+6], tokenizer.ErrInvalidUTF8)
 	}
 	return nil
 }
@@ -114,12 +177,7 @@ func (c *TemplateCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	var msgs []byte
-	if c.Messages == "-" {
-		msgs, err = argOrStdin(c.Messages, "--messages")
-	} else {
-		msgs, err = os.ReadFile(c.Messages)
-	}
+	msgs, err := readLimited(c.Messages, tokenizer.DefaultChatMaxBytes)
 	if err != nil {
 		return err
 	}
@@ -135,7 +193,7 @@ func (c *TemplateCmd) Run() error {
 		msgs, opts.Tools = req.Messages, req.Tools
 	}
 	if c.Tools != "" {
-		if opts.Tools, err = os.ReadFile(c.Tools); err != nil {
+		if opts.Tools, err = readLimited(c.Tools, tokenizer.DefaultChatMaxBytes); err != nil {
 			return err
 		}
 	}
@@ -148,8 +206,8 @@ func (c *TemplateCmd) Run() error {
 	}
 	if c.IDs {
 		out := bufio.NewWriter(os.Stdout)
-		if err := writeIDs(out, tok.Encode(prompt)); err != nil {
-			return err
+		if err := writeIDs(out, tok, prompt); err != nil {
+			return fmt.Errorf("rendered prompt: %w", err)
 		}
 		return out.Flush()
 	}
@@ -172,15 +230,71 @@ func argOrStdin(arg, name string) ([]byte, error) {
 	return []byte(arg), nil
 }
 
-// writeIDs writes ids as a JSON list and a newline.
-func writeIDs(w io.Writer, ids []int) error {
-	if ids == nil {
-		ids = []int{}
+// readLimited reads the file path (- for stdin), refusing one over limit bytes with an error
+// wrapping tokenizer.ErrLimit, before reading further.
+func readLimited(path string, limit int) ([]byte, error) {
+	r, name := io.Reader(os.Stdin), "stdin"
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r, name = f, path
 	}
-	data, err := json.Marshal(ids)
+	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > limit {
+		return nil, fmt.Errorf("%s: over %d bytes: %w", name, limit, tokenizer.ErrLimit)
+	}
+	return data, nil
+}
+
+// readString reads all of r into one string, sized up front when r is a regular file, so
+// that a large input is held once.
+func readString(r io.Reader) (string, error) {
+	var b strings.Builder
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			b.Grow(int(st.Size()) + 1)
+		}
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		b.Write(buf[:n])
+		if err == io.EOF {
+			return b.String(), nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+// writeIDs writes the ids of text (which must be UTF-8) as a JSON list and a newline, as
+// they are encoded.
+func writeIDs(w *bufio.Writer, tok *tokenizer.Tokenizer, text string) error {
+	sep := byte('[')
+	var num []byte
+	err := tok.EncodeStream(text, func(ids []int) error {
+		for _, id := range ids {
+			num = strconv.AppendInt(append(num[:0], sep), int64(id), 10)
+			sep = ','
+			if _, err := w.Write(num); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(data, '\n'))
+	if sep == '[' {
+		w.WriteByte('[')
+	}
+	_, err = w.WriteString("]\n")
 	return err
 }
