@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 
 	"forge/bundle"
-	"forge/checkpoint"
 	"forge/lut"
 	"forge/model"
 )
@@ -74,7 +73,7 @@ func Inspect(dir string) (*Inspection, error) {
 	if bundle.IsBundle(dir) {
 		return inspectBundle(dir)
 	}
-	ck, err := checkpoint.Open(dir)
+	ck, err := openCheckpoint(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -96,8 +96,11 @@ func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
 	}
 	defer src.Close()
 	vocab := m.Config().Vocab
-	if err := m.CheckTokens(tokens); err != nil {
+	if err := m.CheckIDs(tokens); err != nil {
 		return fmt.Errorf("lcpp trace %s: tokenizer of %s: %w", cfg.Data, cfg.Model, err)
+	}
+	if err := m.CheckTokens(make([]int, nCtx)); err != nil {
+		return fmt.Errorf("lcpp trace: windows of %d tokens: %w", nCtx, err)
 	}
 	meta, err := lcppMeta(cfg, src, tok, tokens, text)
 	if err != nil {

@@ -80,7 +80,7 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 	if err := checkQuantizePaths(cfg); err != nil {
 		return err
 	}
-	ck, err := checkpoint.Open(cfg.Model)
+	ck, err := openCheckpoint(cfg.Model)
 	if err != nil {
 		return err
 	}
@@ -165,6 +165,14 @@ func checkQuantizePaths(cfg QuantizeConfig) error {
 	}
 	if err := checkOutputs(cfg.Overwrite, inputs, outpath.Target{Path: out, Dir: true, Owned: bundle.IsBundle}); err != nil {
 		return fmt.Errorf("quantize: %w", err)
+	}
+	if err := outpath.CheckRemovable(out+".partial", bundle.PartialKind); err != nil {
+		return fmt.Errorf("quantize: an interrupted export: %w", err)
+	}
+	if !cfg.Resume {
+		if err := outpath.CheckRemovable(out+".work", workKind); err != nil {
+			return fmt.Errorf("quantize: work directory: %w", err)
+		}
 	}
 	return nil
 }

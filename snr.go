@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"regexp"
 
-	"forge/checkpoint"
 	"forge/internal/budget"
 	"forge/lut"
 	"forge/model"
@@ -135,7 +134,7 @@ func snrMatrices(cfg SNRConfig) ([]namedMatrix, func(), error) {
 			return nil, nil, fmt.Errorf("snr: tensor pattern: %w", err)
 		}
 	}
-	ck, err := checkpoint.Open(cfg.Model)
+	ck, err := openCheckpoint(cfg.Model)
 	if err != nil {
 		return nil, nil, err
 	}

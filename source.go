@@ -21,6 +21,18 @@ func openSource(dir string) (source, error) {
 	if bundle.IsBundle(dir) {
 		return bundle.Open(dir)
 	}
+	return openCheckpoint(dir)
+}
+
+// openCheckpoint opens dir as a Hugging Face checkpoint, saying what it is
+// instead when it is a forge bundle or the remains of one.
+func openCheckpoint(dir string) (*checkpoint.Checkpoint, error) {
+	if bundle.IsBundle(dir) {
+		return nil, fmt.Errorf("%s is a forge bundle, not a Hugging Face checkpoint (forge dequantize turns it into one)", dir)
+	}
+	if reason, ok := bundle.Incomplete(dir); ok {
+		return nil, fmt.Errorf("%s has no %s: %s", dir, bundle.ManifestName, reason)
+	}
 	return checkpoint.Open(dir)
 }
 

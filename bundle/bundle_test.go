@@ -258,10 +258,10 @@ func TestInterrupted(t *testing.T) {
 		// An export killed before it could clean up (its marker names a
 		// process that is gone) is replaced by the next one.
 		out := filepath.Join(t.TempDir(), "b")
-		if err := outpath.MakeDir(out+".partial", partialKind, "test"); err != nil {
+		if err := outpath.MakeDir(out+".partial", PartialKind, "test"); err != nil {
 			t.Fatal(err)
 		}
-		outpath.WriteMarker(out+".partial", outpath.Marker{Kind: partialKind, PID: deadPID(t)})
+		outpath.WriteMarker(out+".partial", outpath.Marker{Kind: PartialKind, PID: deadPID(t)})
 		os.WriteFile(filepath.Join(out+".partial", "model-00001-of-00003.safetensors"), []byte("junk"), 0o644)
 		if err := export(t, out, lut.LUT4, WriteOptions{ShardSize: 2 << 20}); err != nil {
 			t.Fatal(err)

@@ -436,7 +436,7 @@ func TestIncomplete(t *testing.T) {
 	os.MkdirAll(partial, 0o755)
 	os.WriteFile(filepath.Join(partial, "config.json"), []byte("{}"), 0o644)
 	marked := filepath.Join(root, "marked")
-	if err := outpath.MakeDir(marked, partialKind, "test"); err != nil {
+	if err := outpath.MakeDir(marked, PartialKind, "test"); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

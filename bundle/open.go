@@ -311,7 +311,7 @@ func Incomplete(dir string) (reason string, ok bool) {
 	if err != nil {
 		return "", false
 	}
-	if m, ok := outpath.ReadMarker(dir); ok && m.Kind == partialKind {
+	if m, ok := outpath.ReadMarker(dir); ok && m.Kind == PartialKind {
 		return "it is an export's working directory (its marker says so): an unfinished bundle", true
 	}
 	for _, e := range ents {

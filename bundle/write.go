@@ -92,10 +92,10 @@ func Create(out string, items []Item, opt WriteOptions) (*Writer, error) {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	w := &Writer{out: out, tmp: out + ".partial", opt: opt, items: items, man: opt.Manifest}
-	if err := outpath.RemoveDir(w.tmp, partialKind); err != nil {
+	if err := outpath.RemoveDir(w.tmp, PartialKind); err != nil {
 		return nil, fmt.Errorf("bundle %s: an interrupted export: %w", out, err)
 	}
-	if err := outpath.MakeDir(w.tmp, partialKind, opt.Manifest.ForgeVersion); err != nil {
+	if err := outpath.MakeDir(w.tmp, PartialKind, opt.Manifest.ForgeVersion); err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", out, err)
 	}
 	if err := w.copySourceFiles(); err != nil {
@@ -400,8 +400,8 @@ func (w *Writer) finish() error {
 	return outpath.ReplaceDir(w.tmp, w.out)
 }
 
-// partialKind marks a bundle being written (OUT.partial).
-const partialKind = "partial"
+// PartialKind is the marker kind of a bundle being written (OUT.partial).
+const PartialKind = "partial"
 
 // Abort stops the export and removes OUT.partial. Safe to call twice and
 // after Close.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"forge/internal/budget"
 	"forge/model"
 	"forge/tensor"
 )
@@ -66,8 +67,10 @@ func Score(ctx context.Context, m *model.Model, tr *Trace, opt ScoreOptions) (*R
 		if err != nil {
 			return nil, err
 		}
-		st.Reset()
-		lg := m.Forward(st, d.tokens)
+		lg, err := forwardRow(ctx, m, st, d.tokens)
+		if err != nil {
+			return nil, fmt.Errorf("trace %s: row %d: the candidate: %w", tr.path, r, err)
+		}
 		if err := scoreRow(res, off, tr, d, lg); err != nil {
 			return nil, fmt.Errorf("trace %s: row %d: %w", tr.path, r, err)
 		}
@@ -79,6 +82,24 @@ func Score(ctx context.Context, m *model.Model, tr *Trace, opt ScoreOptions) (*R
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// forwardRow runs a row from an empty state in one Forward call (cancelled
+// between layers with ctx) and returns its logits [T, vocab], refusing any
+// that are not finite (model.NonFiniteError names the first bad
+// activation). The logits of a whole row are held at once: 4·T·vocab
+// bytes, checked against the memory available.
+func forwardRow(ctx context.Context, m *model.Model, st *model.State, tokens []int) (*tensor.Matrix, error) {
+	if err := budget.Memory(fmt.Sprintf("the logits of a %d-token row", len(tokens)), 4*int64(len(tokens))*int64(m.Config().Vocab)); err != nil {
+		return nil, err
+	}
+	st.Reset()
+	var out *tensor.Matrix
+	err := m.Prefill(ctx, st, tokens, len(tokens), func(_ int, lg *tensor.Matrix) error {
+		out = lg
+		return nil
+	})
+	return out, err
 }
 
 // CheckVocab returns an error wrapping ErrVocab unless a candidate with

@@ -186,15 +186,16 @@ func (rc *recorder) row(ctx context.Context, r int, row []int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rc.st.Reset()
-	lg := rc.m.Forward(rc.st, row)
+	lg, err := forwardRow(ctx, rc.m, rc.st, row)
+	if err != nil {
+		return fmt.Errorf("trace %s: row %d: the reference: %w", rc.path, r, err)
+	}
 	tokens, _, _, _, _, refNLL := rowNames(r)
 	rc.crc = 0
 	if err := rc.put(tokens, appendI32(nil, row)); err != nil {
 		return err
 	}
 	nll := make([]float32, len(row)-1) // [T−1] reference NLL of the next token
-	var err error
 	if rc.k == 0 {
 		err = rc.full(ctx, r, row, lg, nll)
 	} else {

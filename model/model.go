@@ -83,13 +83,21 @@ func (sc *scratch) ensureChunk(c *Config, C int) {
 	}
 }
 
-// CheckTokens reports the first token id outside [0, vocab), and a
-// sequence longer than the model's context (wrapping ErrContext).
-func (m *Model) CheckTokens(tokens []int) error {
+// CheckIDs reports the first token id outside [0, vocab).
+func (m *Model) CheckIDs(tokens []int) error {
 	for i, t := range tokens {
 		if t < 0 || t >= m.cfg.Vocab {
 			return fmt.Errorf("token %d at index %d is outside the vocabulary [0, %d)", t, i, m.cfg.Vocab)
 		}
+	}
+	return nil
+}
+
+// CheckTokens reports the first token id outside [0, vocab), and a
+// sequence longer than the model's context (wrapping ErrContext).
+func (m *Model) CheckTokens(tokens []int) error {
+	if err := m.CheckIDs(tokens); err != nil {
+		return err
 	}
 	if n := m.cfg.MaxContext; n > 0 && len(tokens) > n {
 		return fmt.Errorf("a sequence of %d tokens is %w of %d tokens (max_position_embeddings)", len(tokens), ErrContext, n)

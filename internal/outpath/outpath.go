@@ -103,6 +103,16 @@ func Seal(dir, kind, version string) error {
 // missing dir is not an error; anything else at dir is refused with
 // ErrNotOwned naming what is there.
 func RemoveDir(dir string, kinds ...string) error {
+	if err := CheckRemovable(dir, kinds...); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}
+
+// CheckRemovable is RemoveDir's check alone: it returns nil when dir is
+// missing, empty, or forge's own working directory of one of kinds that no
+// other live process is writing.
+func CheckRemovable(dir string, kinds ...string) error {
 	st, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -116,14 +126,14 @@ func RemoveDir(dir string, kinds ...string) error {
 	m, ok := ReadMarker(dir)
 	if !ok || !slices.Contains(kinds, m.Kind) {
 		if empty(dir) {
-			return os.Remove(dir)
+			return nil
 		}
 		return fmt.Errorf("%w: %s holds files forge did not write (%s)", ErrNotOwned, dir, sample(dir))
 	}
 	if m.PID != 0 && m.PID != os.Getpid() && durable.Alive(m.PID) {
 		return fmt.Errorf("%s is being written by another forge process (pid %d)", dir, m.PID)
 	}
-	return os.RemoveAll(dir)
+	return nil
 }
 
 // Target is an output about to be written.
