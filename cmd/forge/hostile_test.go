@@ -55,7 +55,10 @@ func TestAbsurdSizes(t *testing.T) {
 	}{
 		{"1e9 layers", "num_hidden_layers", func(tc map[string]any) { tc["num_hidden_layers"] = 1e9; delete(tc, "layer_types") }},
 		{"1e12 layers", "num_hidden_layers", func(tc map[string]any) { tc["num_hidden_layers"] = 1e12; delete(tc, "layer_types") }},
-		{"2^62 layers", "num_hidden_layers", func(tc map[string]any) { tc["num_hidden_layers"] = json.Number("4611686018427387904"); delete(tc, "layer_types") }},
+		{"2^62 layers", "num_hidden_layers", func(tc map[string]any) {
+			tc["num_hidden_layers"] = json.Number("4611686018427387904")
+			delete(tc, "layer_types")
+		}},
 		{"2^40 hidden", "hidden_size", func(tc map[string]any) { tc["hidden_size"] = json.Number("1099511627776") }},
 		{"2^62 vocabulary", "vocab_size", func(tc map[string]any) { tc["vocab_size"] = json.Number("4611686018427387904") }},
 		{"vocabulary × hidden too large", "vocab_size × hidden_size", func(tc map[string]any) { tc["vocab_size"], tc["hidden_size"] = 1<<24, 1<<20 }},
