@@ -232,13 +232,13 @@ func TestTraceRefused(t *testing.T) {
 	}
 	_, err = eval.Score(context.Background(), nan, tr, eval.ScoreOptions{})
 	tr.Close()
-	if err == nil || !strings.Contains(err.Error(), "candidate's logits are not finite") {
+	if err == nil || !strings.Contains(err.Error(), "the candidate: the model's logits at position 0 are not finite") {
 		t.Errorf("NaN candidate: %v", err)
 	}
 	for _, k := range []int{0, 4} {
 		nanTrace := filepath.Join(dir, "nan.safetensors")
 		_, err = eval.Record(context.Background(), nanTrace, nan, rows, eval.Meta{}, eval.RecordOptions{TopK: k})
-		if err == nil || !strings.Contains(err.Error(), "reference's logits are not finite") || !strings.Contains(err.Error(), nanTrace) {
+		if err == nil || !strings.Contains(err.Error(), "the reference: the model's logits at position 0 are not finite") || !strings.Contains(err.Error(), nanTrace) {
 			t.Errorf("NaN reference, top-%d: %v", k, err)
 		}
 	}

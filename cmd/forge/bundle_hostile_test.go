@@ -19,7 +19,7 @@ func TestEditedRotationSeed(t *testing.T) {
 	}
 	tok := filepath.Join(dir, "tokens.json")
 	os.WriteFile(tok, []byte(`[1116, 2239, 275, 1030]`), 0o644)
-	logits := []string{"logits", "--model", b, "--tokens", tok, "--out", filepath.Join(dir, "o.safetensors")}
+	logits := []string{"logits", "--model", b, "--tokens", tok, "--out", filepath.Join(dir, "o.safetensors"), "--overwrite"}
 	if out, err := run(t, logits...); err != nil {
 		t.Fatal("unedited bundle: ", err, out)
 	}

@@ -223,3 +223,13 @@ func TestQuantizeInterruptKeepsWork(t *testing.T) {
 		t.Error("the resumed bundle differs from a whole run's")
 	}
 }
+
+// TestFlagErrorIsShort: a mistyped flag prints the error and where the
+// help is, not the whole usage text before it.
+func TestFlagErrorIsShort(t *testing.T) {
+	out, err := run(t, "quantize", "--model", tiny, "--out", "x", "--formt", "bf16")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err == nil || len(lines) > 3 || !strings.Contains(lines[0], "--formt") || !strings.Contains(out, "forge quantize --help") {
+		t.Errorf("%v, %d lines:\n%s", err, len(lines), out)
+	}
+}
