@@ -91,7 +91,7 @@ func (a *attention) attend(c *Config, pos int, ls *layerState, sc *scratch, t, h
 		}
 		var sum float64
 		for tau := range w {
-			e := float32(math.Exp(float64(w[tau] - mx)))
+			e := decay32(w[tau] - mx)
 			w[tau] = e
 			sum += float64(e)
 		}

@@ -1,6 +1,5 @@
 package model
 
-import "math"
 
 // The gated delta rule of spec §8 for one value head. S is [dk][dv]
 // (row = key dimension), q and k are L2-normalised (q already scaled by
@@ -13,7 +12,7 @@ import "math"
 // w is dv floats of scratch. o is written, not accumulated.
 func deltaStep(S, q, k, v []float32, g, beta float32, o, w []float32) {
 	dv := len(v)
-	alpha := float32(math.Exp(float64(g)))
+	alpha := decay(float64(g))
 	clear(w)
 	for i, ki := range k {
 		row := S[i*dv : (i+1)*dv]
@@ -75,7 +74,7 @@ func deltaChunk(S, Q, K, V []float32, g, beta []float32, O []float32, sc *chunkS
 		ki, qi := K[i*dk:(i+1)*dk], Q[i*dk:(i+1)*dk]
 		for j := 0; j <= i; j++ {
 			kj := K[j*dk : (j+1)*dk]
-			gamma := float32(math.Exp(c[i] - c[j])) // Γ_ij, exponent ≤ 0
+			gamma := decay(c[i] - c[j]) // Γ_ij, exponent ≤ 0
 			sc.kk[i*n+j] = beta[i] * dot(ki, kj) * gamma
 			sc.qk[i*n+j] = dot(qi, kj) * gamma
 		}
@@ -92,7 +91,7 @@ func deltaChunk(S, Q, K, V []float32, g, beta []float32, O []float32, sc *chunkS
 			axpy(ui, ki[r], row)
 			axpy(oi, qi[r], row)
 		}
-		ec := float32(math.Exp(c[i]))
+		ec := decay(c[i])
 		bi := beta[i]
 		vi := V[i*dv : (i+1)*dv]
 		for j := range ui {
@@ -109,14 +108,14 @@ func deltaChunk(S, Q, K, V []float32, g, beta []float32, O []float32, sc *chunkS
 		}
 	}
 	last := c[n-1]
-	eLast := float32(math.Exp(last))
+	eLast := decay(last)
 	for r := range dk {
 		row := S[r*dv : (r+1)*dv]
 		for j := range row {
 			row[j] *= eLast
 		}
 		for i := range n {
-			axpy(row, K[i*dk+r]*float32(math.Exp(last-c[i])), U[i*dv:(i+1)*dv])
+			axpy(row, K[i*dk+r]*decay(last-c[i]), U[i*dv:(i+1)*dv])
 		}
 	}
 }

@@ -61,3 +61,26 @@ func TestSigmoidExtremes(t *testing.T) {
 		t.Errorf("silu(−1e30) = %v, want 0", got)
 	}
 }
+
+// TestDecayFlushes: decay and decay32 never return a subnormal float32 —
+// they are eˣ (to float32 rounding, or exp32's 2 ulp) down to the smallest
+// normal, and 0 below it.
+func TestDecayFlushes(t *testing.T) {
+	const minNormal = 0x1p-126
+	for x := 0.0; x > -120; x -= 0.01 {
+		for name, got := range map[string]float32{"decay": decay(x), "decay32": decay32(float32(x))} {
+			want := math.Exp(x)
+			if name == "decay32" {
+				want = math.Exp(float64(float32(x)))
+			}
+			switch {
+			case got != 0 && got < minNormal:
+				t.Fatalf("%s(%g) = %g is subnormal", name, x, got)
+			case want >= 1.0001*minNormal && math.Abs(float64(got)-want) > 3e-7*want:
+				t.Fatalf("%s(%g) = %g, want %g", name, x, got, want)
+			case want < minNormal && got != 0:
+				t.Fatalf("%s(%g) = %g, want 0", name, x, got)
+			}
+		}
+	}
+}
