@@ -62,7 +62,7 @@ func (a Ablation) selects(name string) bool {
 }
 
 // ablationSource is the reference model with the selected Linears taken
-// from the candidate (the seed's PARTS / QLAYERS evaluation): the damage of
+// from the candidate (the seed's PARTS / QLAYERS evaluation; parts: docs/quantization.md §4.1): the damage of
 // quantizing only those matrices.
 type ablationSource struct {
 	ref, cand source

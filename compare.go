@@ -34,7 +34,7 @@ type CompareConfig struct {
 
 // Compare lays evaluation reports side by side: it prints a table per KL
 // definition to cfg.Out (runs of different definitions are never compared
-// with each other, quantization.md §7: a warning says the set was split),
+// with each other, docs/quantization.md §7: a warning says the set was split),
 // writes the same tables as Markdown to OUTDIR/compare.md, and plots KL
 // (eval.Comparison.Plot: CDF, along the trace, per ablation) as PNG and
 // SVG into OUTDIR.

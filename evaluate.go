@@ -24,7 +24,7 @@ type EvalConfig struct {
 	// Reference, if set, makes an ablation: the model evaluated is the
 	// reference checkpoint with only the matrices of Parts (comma-separated
 	// plan parts: mlp, gdn, attn, kv, head; "" = all) in Layers ("24-63",
-	// "5", "" = all) taken from Model (the seed's PARTS / QLAYERS).
+	// "5", "" = all) taken from Model (the seed's PARTS / QLAYERS; docs/quantization.md §4.1, §4.3).
 	Reference     string
 	Parts, Layers string
 	Overwrite     bool // replace existing output files that forge wrote

@@ -52,7 +52,7 @@ type LCPPEvalConfig struct {
 }
 
 // TraceLCPP records a base for the llama.cpp-compatible KL mode
-// (quantization.md §7), as `llama-perplexity --kl-divergence-base OUT -f DATA
+// (docs/quantization.md §7.3), as `llama-perplexity --kl-divergence-base OUT -f DATA
 // -c CTX` does: the text is tokenized once (a BOS token first when the
 // tokenizer adds one, see lcppBOS), cut into ⌊n_tokens/n_ctx⌋ windows (at
 // least 2·n_ctx tokens are needed), each window evaluated from an empty

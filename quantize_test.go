@@ -94,7 +94,7 @@ func TestQuantizeRefusals(t *testing.T) {
 }
 
 // TestSNRGaussian: LUT4 per-tensor + pcs on a standard normal matrix lands
-// at the Lloyd–Max figure for 4 bits, 20.2 dB (quantization.md §1 anchor
+// at the Lloyd–Max figure for 4 bits, 20.2 dB (docs/quantization.md §1 anchor
 // LUT4 ≈ 20 dB); ±0.5 dB covers the finite sample and per-row scales.
 func TestSNRGaussian(t *testing.T) {
 	res, err := forge.SNR(context.Background(), forge.SNRConfig{Rows: 512, Cols: 512, Seed: 1,

@@ -21,7 +21,7 @@ type recipe struct {
 var lowRankParts = []string{"mlp", "gdn", "attn", "kv", "head"}
 
 // newRecipe checks cfg for conflicting or incomplete settings: each is an
-// error naming the flags, never silently resolved (quantization.md §8).
+// error naming the flags, never silently resolved (docs/quantization.md §8).
 func newRecipe(cfg QuantizeConfig) (*recipe, error) {
 	r := &recipe{cfg: cfg, lrParts: map[string]bool{}}
 	switch cfg.Method {
@@ -110,7 +110,7 @@ func (r *recipe) needsCalib() bool {
 }
 
 // rotationSeed returns the Hadamard seed of a matrix's input
-// (quantization.md §3: 1000 + layer before gate/up, 2000 + layer before
+// (docs/quantization.md §3: 1000 + layer before gate/up, 2000 + layer before
 // down) and ok = false when it is not rotated.
 func (r *recipe) rotationSeed(name string) (uint64, bool) {
 	if !r.cfg.Hadamard {

@@ -1,6 +1,6 @@
 // Package bundle is forge's export: a directory that holds a quantized
 // model and opens as a model.Source, so every command that runs a
-// checkpoint also runs a bundle (design.md, "The export").
+// checkpoint also runs a bundle (docs/architecture.md §5).
 //
 // Layout of a bundle directory:
 //
@@ -11,7 +11,7 @@
 //	forge.json                the manifest, written last
 //
 // Tensor names in the shards are the text model's names without the HF
-// prefix (model-qwen35.md §3.2). A quantized matrix "layers.0.mlp.up_proj.weight"
+// prefix (docs/model.md §3.2). A quantized matrix "layers.0.mlp.up_proj.weight"
 // is stored under its key "layers.0.mlp.up_proj" as
 //
 //	{key}.lut    F16 [groups, K, d]  codebooks (scalar and vector LUT formats)

@@ -54,7 +54,7 @@ type MatrixEntry struct {
 	Bytes  int64   `json:"bytes"`
 	BPW    float64 `json:"bpw"`
 	// Rotation, if set, is the online input rotation the stored weights
-	// and low-rank factors are expressed in (quantization.md §3).
+	// and low-rank factors are expressed in (docs/quantization.md §3).
 	Rotation *RotationEntry `json:"rotation,omitempty"`
 	// SNR, if set, is the held-out output-space SNR of the matrix.
 	SNR *SNREntry `json:"heldout_snr_db,omitempty"`

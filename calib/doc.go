@@ -39,7 +39,7 @@
 //
 // # Layer-by-layer calibration
 //
-// Runner (layerwise.go) is true-sequential calibration (quantization.md §3): it embeds every
+// Runner (layerwise.go) is true-sequential calibration (docs/quantization.md §3): it embeds every
 // row, then for each layer ℓ and each of its Groups in order — the mixer input projections,
 // the mixer output projection, MLP gate/up, MLP down — runs the rows through layer ℓ alone
 // (model.ForwardLayer) with a recorder in the group's first slot that adds the input rows

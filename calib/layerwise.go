@@ -18,7 +18,7 @@ type Group struct {
 }
 
 // Groups returns layer li's groups in true-sequential order
-// (quantization.md §3): the mixer input projections (DeltaNet in_proj_qkv
+// (docs/quantization.md §3): the mixer input projections (DeltaNet in_proj_qkv
 // and in_proj_z, or attention q, k, v), the mixer output projection, MLP
 // gate and up, MLP down. DeltaNet's in_proj_a / in_proj_b share the first
 // group's input but are never quantized, so they are not listed.

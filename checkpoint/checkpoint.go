@@ -147,7 +147,7 @@ func (c *Checkpoint) shardList() ([]string, map[string]string, error) {
 }
 
 // StripPrefix maps a checkpoint tensor name to the text model's name
-// (spec §3.1): it strips model.language_model., language_model.model. or
+// (docs/model.md §3.1): it strips model.language_model., language_model.model. or
 // model., keeps lm_head.weight, and reports false for the vision tower,
 // the MTP head and anything else outside the text model.
 func StripPrefix(name string) (string, bool) {

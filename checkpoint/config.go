@@ -7,7 +7,7 @@ import (
 	"forge/model"
 )
 
-// hfConfig is the text part of a Qwen3.5 config.json (spec §2). Pointer
+// hfConfig is the text part of a Qwen3.5 config.json (docs/model.md §2). Pointer
 // fields tell "absent" from zero.
 type hfConfig struct {
 	ModelType     *string          `json:"model_type"`
@@ -44,7 +44,7 @@ type hfRope struct {
 
 // ParseConfig reads a Qwen3.5 config.json: the text model under
 // text_config (VLM wrapper) or flat (text-only class). Structural sizes are
-// required; the rest take the defaults of spec §2.1. Errors name the field.
+// required; the rest take the defaults of docs/model.md §2.1. Errors name the field.
 func ParseConfig(data []byte) (model.Config, error) {
 	var top hfConfig
 	if err := json.Unmarshal(data, &top); err != nil {
@@ -56,7 +56,7 @@ func ParseConfig(data []byte) (model.Config, error) {
 		if err := json.Unmarshal(*top.TextConfig, &txt); err != nil {
 			return model.Config{}, fmt.Errorf("text_config: %w", err)
 		}
-		if top.Tied != nil { // the top-level flag of the nested config rules (§2.1)
+		if top.Tied != nil { // the top-level flag of the nested config rules (docs/model.md §2.1)
 			txt.Tied = top.Tied
 		}
 	}
@@ -149,7 +149,7 @@ func (h *hfConfig) resolveLayers(c *model.Config) error {
 	return nil
 }
 
-// resolveRope reads rope_parameters first, then the top-level keys (§2.1).
+// resolveRope reads rope_parameters first, then the top-level keys (docs/model.md §2.1).
 func (h *hfConfig) resolveRope(c *model.Config) error {
 	var theta, factor *float64
 	if h.Rope != nil {

@@ -1,8 +1,8 @@
 // Package checkpoint opens a Hugging Face Qwen3.5 checkpoint directory as a
-// model.Source (spec model-qwen35.md §2–3).
+// model.Source (docs/model.md §2–3).
 //
 // It reads config.json with the text model nested under text_config (VLM
-// wrapper) or flat (text-only class), applies the spec's defaults, and
+// wrapper) or flat (text-only class), applies the defaults of docs/model.md §2.1, and
 // refuses missing or inconsistent fields by name. Weights come from
 // model.safetensors or the shards of model.safetensors.index.json; names
 // lose their model.language_model. / language_model.model. / model. prefix,

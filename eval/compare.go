@@ -30,7 +30,7 @@ type ComparedRun struct {
 	// share a file name.
 	Name string
 
-	Definition string // the KL definition (quantization.md §7); runs are compared only within one
+	Definition string // the KL definition (docs/quantization.md §7); runs are compared only within one
 	Trace      string // the reference trace the run was scored on
 	Model      string // the candidate the report names
 	Parts      string // ablation: the parts quantized (e.g. "mlp,gdn"), "" for a full run
@@ -71,7 +71,7 @@ type ComparisonGroup struct {
 // Comparison is a set of evaluation reports laid side by side.
 //
 // Results computed with different KL definitions are not compared
-// (quantization.md §7). Rather than refuse such a set, a Comparison splits
+// (docs/quantization.md §7). Rather than refuse such a set, a Comparison splits
 // it into groups, one per definition in order of first appearance: every
 // table and plot covers one group, and Warnings says that the set was
 // split. Runs of one group scored on different traces, or a KL array whose

@@ -1,6 +1,6 @@
 // Package eval measures how far a candidate model (a quantized bundle, or
 // the reference with parts swapped) is from its reference, on the
-// reference's own next-token distributions (quantization.md §7):
+// reference's own next-token distributions (docs/quantization.md §7):
 //
 //	reference ─ Record ─▶ trace file ─ OpenTrace ─▶ Score(candidate) ─▶ Result ─ Summarize ─▶ Report
 //
@@ -81,7 +81,7 @@
 //
 // # llama.cpp-compatible mode
 //
-// lcpp*.go implement llama-perplexity --kl-divergence as quantization.md §7
+// lcpp*.go implement llama-perplexity --kl-divergence as docs/quantization.md §7.3
 // defines it: windows of n_ctx tokens (BOS replacing the first when the
 // tokenizer config adds one), only the second half scored, the base's
 // logits stored as uint16 (LCPPCompress), KL over base log-probs > −16,

@@ -3,10 +3,10 @@ package eval
 // llama.cpp-compatible KL mode: the definitions of llama.cpp's
 // `llama-perplexity --kl-divergence` (tools/perplexity/perplexity.cpp:
 // perplexity, log_softmax, process_logits, kl_divergence), as
-// docs/quantization.md §7 "llama.cpp-compatible KL mode" states them.
+// docs/quantization.md §7.3 "llama.cpp-compatible KL mode" states them.
 // Results of this mode are compared only with results of this mode: it
 // scores the second half of each window against a uint16-compressed base,
-// which is not the definition of forge's own trace (§7, first bullets).
+// which is not the definition of forge's own trace (§7.1).
 //
 // The flow is
 //

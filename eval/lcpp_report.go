@@ -11,7 +11,7 @@ import (
 )
 
 // LCPPDefinition names the definition every LCPPReport follows, so that its
-// numbers are never compared with another definition's (quantization.md §7).
+// numbers are never compared with another definition's (docs/quantization.md §7).
 const LCPPDefinition = "llama.cpp --kl-divergence: second half of each n_ctx window, base logits stored as uint16 (quantization.md §7)"
 
 // lcppMinStats is the fewest positions llama.cpp prints statistics for.

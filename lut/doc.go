@@ -1,5 +1,5 @@
 // Package lut is forge's quantized weight matrix: every storage format of
-// quantization.md §1 in one type, Matrix, multiplied straight from its
+// docs/quantization.md §1 in one type, Matrix, multiplied straight from its
 // packed indices.
 //
 //	Ŵ[o,j] = s[o] · L_g(o)[I[o/d, j]][o mod d]        (LUT<b>, vector d×K; + pcs)
@@ -30,7 +30,7 @@
 //	Index  []byte    packed codes of the index matrix I [out/d][in] (below); INT8: int8 codes [out][in]
 //	Scale  []uint16  [out] fp16            pcs, or the INT8 scales; nil for bf16, fp16
 //	Weight []uint16  [out][in] bf16/fp16   unquantized formats only
-//	LowRankA []uint16 [out][r], LowRankB []uint16 [r][in] fp16, optional (quantization.md §5)
+//	LowRankA []uint16 [out][r], LowRankB []uint16 [r][in] fp16, optional (docs/quantization.md §5)
 //
 // Size (and Matrix.Bytes) is exactly the sum of these: ⌈(out/d)·in·b/8⌉ index
 // bytes + 2·groups·K·d codebook bytes + 2·out scale bytes + 2·r·(out+in)

@@ -30,7 +30,7 @@ const (
 	FP16
 )
 
-// Index widths the packed layout and the ANE support (quantization.md §1:
+// Index widths the packed layout and the ANE support (docs/quantization.md §1:
 // 1/2/3/4/6/8 bits, no 5- or 7-bit).
 var validBits = [9]bool{1: true, 2: true, 3: true, 4: true, 6: true, 8: true}
 
@@ -41,7 +41,7 @@ const (
 	maxGroup  = 1 << 30
 )
 
-// Format is one storage format of quantization.md §1. The zero Format is
+// Format is one storage format of docs/quantization.md §1. The zero Format is
 // invalid; ParseFormat returns only valid ones, and Check validates a
 // Format built by hand.
 type Format struct {

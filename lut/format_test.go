@@ -131,7 +131,7 @@ func TestCheckShape(t *testing.T) {
 }
 
 // TestSize checks the byte accounting formulas, in particular the exact
-// quantization.md §1 formula for vector 2x16 + pcs: out·in/4 + 64 + 2·out.
+// docs/quantization.md §1 formula for vector 2x16 + pcs: out·in/4 + 64 + 2·out.
 func TestSize(t *testing.T) {
 	for _, s := range [][2]int{{4096, 4096}, {17408, 5120}, {2, 2}, {6, 10}, {248320, 5120}} {
 		out, in := s[0], s[1]

@@ -143,7 +143,7 @@ func refCode(idx []byte, bits, k int) int {
 }
 
 // refWeights dequantizes m's stored arrays in float64, straight from the
-// format definitions of quantization.md §1 (the reference twin of every
+// format definitions of docs/quantization.md §1 (the reference twin of every
 // decoder): Ŵ + A·B as [out][in].
 func refWeights(m *Matrix) []float64 {
 	f, p := m.Format(), m.Parts()

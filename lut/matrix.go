@@ -12,7 +12,7 @@ import (
 var ErrParts = errors.New("arrays do not match the format")
 
 // Rotation is an orthogonal transform applied to every input row before
-// the product, x' = x·M (quantization.md §3: the online block Hadamard
+// the product, x' = x·M (docs/quantization.md §3: the online block Hadamard
 // rotation; quant provides it). A Matrix with a Rotation computes
 // y = Ŵ·x' (+ A·(B·x')): its stored weights and low-rank factors live in
 // the rotated input basis.
@@ -33,14 +33,14 @@ type Parts struct {
 	// FP16 only).
 	Weight []uint16
 	// LowRankA [out][r] and LowRankB [r][in], fp16, both nil or both set:
-	// the product adds A·(B·x') (quantization.md §5).
+	// the product adds A·(B·x') (docs/quantization.md §5).
 	LowRankA, LowRankB []uint16
 	// Rotation, if not nil, is applied to x before the product.
 	Rotation Rotation
 }
 
 // Matrix is a quantized (or bf16/fp16) weight matrix W [out, in] in one
-// Format (design.md):
+// Format (docs/architecture.md §3):
 //
 //	Ŵ[o,j] = scale[o] · book(o)[code(o,j)][o mod d]
 //

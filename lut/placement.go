@@ -27,7 +27,7 @@ func (w Where) String() string {
 	return fmt.Sprintf("Where(%d)", uint8(w))
 }
 
-// ANE limits (quantization.md §1, measured on the target hardware).
+// ANE limits (docs/quantization.md §1, measured on the target hardware).
 const (
 	// ANEMaxLUTValues is the most values one LUT may hold (entries × vector length).
 	ANEMaxLUTValues = 256
@@ -64,7 +64,7 @@ func (p Placement) String() string {
 	return s
 }
 
-// Place applies the ANE placement rules of quantization.md §1 to format f
+// Place applies the ANE placement rules of docs/quantization.md §1 to format f
 // at shape out×in:
 //   - a LUT holds at most 256 values (entries × vector length) and vectors
 //     are at most 16 long, else Inexpressible (vectors run along Cout only

@@ -6,7 +6,7 @@ import (
 	"forge/tensor"
 )
 
-// attention is one gated full-attention token mixer (spec §6).
+// attention is one gated full-attention token mixer (docs/model.md §6).
 type attention struct {
 	q, k, v, o   Linear
 	qNorm, kNorm []float32 // [D] effective scales 1+w
@@ -26,7 +26,7 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	a.k.Mul(&sc.kp, u)
 	a.v.Mul(&sc.vp, u)
 
-	// Split q_proj per head into [query_h ‖ gate_h] (§3.2), norm, RoPE.
+	// Split q_proj per head into [query_h ‖ gate_h] (docs/model.md §3.2), norm, RoPE.
 	sc.q.Resize(T, hq*D)
 	sc.gate.Resize(T, hq*D)
 	for t := range T {
@@ -65,7 +65,7 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	}
 	s.observeLayer(li, "self_attn.attn_out", &sc.att)
 	for i, g := range sc.gate.Data {
-		sc.att.Data[i] *= sigmoid(g) // output gate: σ, not silu (§6.5)
+		sc.att.Data[i] *= sigmoid(g) // output gate: σ, not silu (docs/model.md §6.5)
 	}
 	a.o.Mul(dst, &sc.att)
 	s.observeLayer(li, "self_attn.mixer_out", dst)
@@ -73,7 +73,7 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 
 // attend computes softmax(q·Kᵀ/√D)·V for call row t and query heads
 // [h0, h1) over cache positions 0…pos+t (causal), into sc.att. Query head
-// h reads KV head ⌊h/r_q⌋ (§6.4). scores needs pos+t+1 floats.
+// h reads KV head ⌊h/r_q⌋ (docs/model.md §6.4). scores needs pos+t+1 floats.
 func (a *attention) attend(c *Config, pos int, ls *layerState, sc *scratch, t, h0, h1 int, scores []float32) {
 	D, kvw := c.HeadDim, c.KVHeads*c.HeadDim
 	n := pos + t + 1

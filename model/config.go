@@ -9,9 +9,9 @@ import (
 type LayerKind int
 
 const (
-	// DeltaNet is a Gated DeltaNet layer ("linear_attention"), spec §7–8.
+	// DeltaNet is a Gated DeltaNet layer ("linear_attention"), docs/model.md §7–8.
 	DeltaNet LayerKind = iota
-	// Attention is a gated full-attention layer ("full_attention"), spec §6.
+	// Attention is a gated full-attention layer ("full_attention"), docs/model.md §6.
 	Attention
 )
 
@@ -22,7 +22,7 @@ func (k LayerKind) String() string {
 	return "linear_attention"
 }
 
-// Config is the text model's configuration (spec §2), already resolved:
+// Config is the text model's configuration (docs/model.md §2), already resolved:
 // defaults applied and layer kinds expanded.
 type Config struct {
 	Vocab        int         // vocab_size
@@ -44,7 +44,7 @@ type Config struct {
 	MaxContext   int         // max_position_embeddings: longest sequence a State may hold (0: unbounded)
 }
 
-// Derived quantities (spec §2.2).
+// Derived quantities (docs/model.md §2.2).
 
 // KeyTotal is Hk·dk.
 func (c *Config) KeyTotal() int { return c.KeyHeads * c.KeyDim }

@@ -6,10 +6,10 @@ import (
 	"forge/tensor"
 )
 
-// chunkLen is C of the chunked delta rule (§8.2); upstream uses 64.
+// chunkLen is C of the chunked delta rule (docs/model.md §8.2); upstream uses 64.
 const chunkLen = 64
 
-// deltaNet is one Gated DeltaNet token mixer (spec §7).
+// deltaNet is one Gated DeltaNet token mixer (docs/model.md §7).
 type deltaNet struct {
 	qkv, z, a, b, out Linear
 	conv              []float32 // [convDim][K] depthwise taps, j = K−1 the current token
@@ -40,7 +40,7 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	d.convolve(&sc.xc, &sc.x0, ls.conv, c.ConvKernel)
 	s.observeLayer(li, "linear_attn.conv_silu", &sc.xc)
 
-	// L2-normalise q and k per head; q then takes the 1/√dk scale (§7.5).
+	// L2-normalise q and k per head; q then takes the 1/√dk scale (docs/model.md §7.5).
 	for t := range T {
 		row := sc.xc.Row(t)
 		for h := range 2 * c.KeyHeads {
@@ -59,7 +59,7 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 			q[i] *= qs
 		}
 	}
-	// Gates (§7.4), in place: ga ← g = −A·softplus(a + dt_bias), gb ← β = σ(b).
+	// Gates (docs/model.md §7.4), in place: ga ← g = −A·softplus(a + dt_bias), gb ← β = σ(b).
 	for t := range T {
 		ga, gb := sc.ga.Row(t), sc.gb.Row(t)
 		for h := range hv {
@@ -74,7 +74,7 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	d.rule(c, s, ls)
 	s.observeLayer(li, "linear_attn.core_out", &sc.o)
 
-	// Gated output norm per value head (§4): ô = RMSNorm(o)·w·silu(z).
+	// Gated output norm per value head (docs/model.md §4): ô = RMSNorm(o)·w·silu(z).
 	for t := range T {
 		o, z := sc.o.Row(t), sc.z.Row(t)
 		for h := range hv {
@@ -90,7 +90,7 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	s.observeLayer(li, "linear_attn.mixer_out", dst)
 }
 
-// convolve computes the causal depthwise conv + SiLU of §7.2 over the raw
+// convolve computes the causal depthwise conv + SiLU of docs/model.md §7.2 over the raw
 // rows X [T, convDim], with the K−1 rows of hist as left context, writes
 // dst [T, convDim], and advances hist to the last K−1 raw rows.
 func (d *deltaNet) convolve(dst, X *tensor.Matrix, hist []float32, K int) {
@@ -174,7 +174,7 @@ func (j *stepJob) heads(lo, hi int) {
 
 func (d *deltaNet) stepHead(c *Config, sc *scratch, ls *layerState, h int) {
 	dk, dv, kt := c.KeyDim, c.ValueDim, c.KeyTotal()
-	kh := h / (c.ValueHeads / c.KeyHeads) // grouped: value head h uses key head ⌊h/r_v⌋ (§3.3.4)
+	kh := h / (c.ValueHeads / c.KeyHeads) // grouped: value head h uses key head ⌊h/r_v⌋ (docs/model.md §3.3.4)
 	row := sc.xc.Row(0)
 	q := row[kh*dk : (kh+1)*dk]
 	k := row[kt+kh*dk : kt+(kh+1)*dk]

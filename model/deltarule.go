@@ -1,11 +1,11 @@
 package model
 
 
-// The gated delta rule of spec §8 for one value head. S is [dk][dv]
+// The gated delta rule of docs/model.md §8 for one value head. S is [dk][dv]
 // (row = key dimension), q and k are L2-normalised (q already scaled by
 // 1/√dk), g ≤ 0 is the log decay and beta ∈ (0,1) the write strength.
 
-// deltaStep is the recurrent form (§8.1) for one token:
+// deltaStep is the recurrent form (docs/model.md §8.1) for one token:
 //
 //	S ← e^g·S;  u = β(v − Sᵀk);  S ← S + k uᵀ;  o = Sᵀq
 //
@@ -50,7 +50,7 @@ func newChunkScratch(C, dv int) *chunkScratch {
 	}
 }
 
-// deltaChunk applies the chunked form (§8.2) to n ≤ C tokens whose q, k, v
+// deltaChunk applies the chunked form (docs/model.md §8.2) to n ≤ C tokens whose q, k, v
 // rows are Q [n][dk], K [n][dk], V [n][dv]; it writes O [n][dv] and advances
 // S in place from S₀ to S_C:
 //

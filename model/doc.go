@@ -1,4 +1,4 @@
-// Package model is the Qwen3.5 hybrid text model (spec: model-qwen35.md):
+// Package model is the Qwen3.5 hybrid text model (docs/model.md):
 // Gated DeltaNet token mixers in three of every four layers, gated full
 // attention in the fourth, a SwiGLU MLP in every layer, offset RMSNorms and
 // an untied (or tied) head.

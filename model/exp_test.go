@@ -46,7 +46,7 @@ func TestExp32(t *testing.T) {
 	}
 }
 
-// TestSigmoidExtremes: σ saturates without inf/inf (spec §11.6), and silu
+// TestSigmoidExtremes: σ saturates without inf/inf (docs/model.md §11.6), and silu
 // of a huge negative input is −0, not NaN.
 func TestSigmoidExtremes(t *testing.T) {
 	for _, c := range []struct{ x, want float32 }{{0, 0.5}, {100, 1}, {-1e30, 0}, {1e30, 1}} {

@@ -14,12 +14,12 @@ import (
 	"forge/tensor"
 )
 
-// Goldens come from an independent PyTorch implementation of the spec
-// (testdata/qwen35-tiny-random/README.md, testdata/forge-tiny-golden.json):
+// Goldens come from an independent PyTorch implementation of the architecture
+// (docs/model.md; testdata/qwen35-tiny-random/README.md, testdata/forge-tiny-golden.json):
 // bf16 weights widened exactly to fp32, fp32 arithmetic, chunked form.
 
 // logitTol is the fixture README's fair tolerance on logits: honest fp32
-// code lands near 1e-5…5e-5, and every pitfall of spec §13 moves the
+// code lands near 1e-5…5e-5, and every pitfall of docs/model.md §13 moves the
 // 200-token logits by ≥ 0.47.
 const logitTol = 1e-3
 

@@ -88,7 +88,7 @@ func (l *loader) vector(name string, n int) []float32 {
 }
 
 // offsetNorm loads a zero-centred norm weight and returns its effective
-// scale 1+w, computed in fp32 (§3.3.1).
+// scale 1+w, computed in fp32 (docs/model.md §3.3.1).
 func (l *loader) offsetNorm(name string, n int) []float32 {
 	v := l.vector(name, n)
 	for i := range v {
@@ -131,7 +131,7 @@ func (l *loader) layer(i int, kind LayerKind) layer {
 		dtBias: l.vector(p+"dt_bias", c.ValueHeads),
 		normW:  l.vector(p+"norm.weight", c.ValueDim),
 	}
-	// A_log stores ln A; the decay rate is A = exp(A_log) (§3.3.2).
+	// A_log stores ln A; the decay rate is A = exp(A_log) (docs/model.md §3.3.2).
 	aLog := l.vector(p+"A_log", c.ValueHeads)
 	d.rate = make([]float64, len(aLog))
 	for h, v := range aLog {

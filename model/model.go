@@ -8,7 +8,7 @@ import (
 	"forge/tensor"
 )
 
-// Model is a loaded Qwen3.5 hybrid text model (spec §5). It is read-only
+// Model is a loaded Qwen3.5 hybrid text model (docs/model.md §5). It is read-only
 // after Load, so one Model serves any number of States concurrently.
 type Model struct {
 	cfg    Config
@@ -184,7 +184,7 @@ func (m *Model) Embed(dst *tensor.Matrix, tokens []int) {
 // of s and does not advance s.Pos(): running every layer in turn on the
 // same State and then s.Advance(T) is Forward without the embedding and
 // the head (bit for bit). This is
-// how calibration runs a model layer by layer (design.md: layers < ℓ
+// how calibration runs a model layer by layer (docs/architecture.md §4.1: layers < ℓ
 // already quantized).
 func (m *Model) ForwardLayer(s *State, li int, x *tensor.Matrix) {
 	if x.Cols != m.cfg.Hidden {
@@ -200,7 +200,7 @@ func (m *Model) ForwardLayer(s *State, li int, x *tensor.Matrix) {
 	copy(x.Data, sc.x.Data)
 }
 
-// layerForward is one pre-norm decoder layer (§5):
+// layerForward is one pre-norm decoder layer (docs/model.md §5):
 // x ← x + Mixer(norm_in(x)); x ← x + MLP(norm_post(x)).
 func (m *Model) layerForward(s *State, li int) {
 	c := &m.cfg
@@ -215,7 +215,7 @@ func (m *Model) layerForward(s *State, li int) {
 	}
 	addTo(sc.x.Data, sc.y.Data)
 	s.doRows(opNorm, L.postNorm, c.Eps, T)
-	// SwiGLU MLP (§10): (silu(u·W_gateᵀ) ⊙ (u·W_upᵀ))·W_downᵀ.
+	// SwiGLU MLP (docs/model.md §10): (silu(u·W_gateᵀ) ⊙ (u·W_upᵀ))·W_downᵀ.
 	sc.g.Resize(T, c.Intermediate)
 	sc.up.Resize(T, c.Intermediate)
 	L.gate.Mul(&sc.g, &sc.u)

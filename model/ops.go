@@ -2,11 +2,11 @@ package model
 
 import "math"
 
-// Elementwise primitives of spec §4 and the numerics rules of §11. All act on
+// Elementwise primitives of docs/model.md §4 and the numerics rules of §11. All act on
 // fp32 vectors; sums of squares accumulate in float64 (§11.7).
 
 // sigmoid is σ(x) = 1/(1+e^−x), evaluated so that neither branch overflows
-// (§11.6): 1/(1+e^−x) for x ≥ 0 and eˣ/(1+eˣ) for x < 0.
+// (docs/model.md §11.6): 1/(1+e^−x) for x ≥ 0 and eˣ/(1+eˣ) for x < 0.
 func sigmoid(x float32) float32 {
 	if x >= 0 {
 		return 1 / (1 + exp32(-x))
@@ -18,14 +18,14 @@ func sigmoid(x float32) float32 {
 // silu is x·σ(x).
 func silu(x float32) float32 { return x * sigmoid(x) }
 
-// softplus is ln(1+eˣ) in the overflow-free form max(x,0) + log1p(e^−|x|) (§11.1).
+// softplus is ln(1+eˣ) in the overflow-free form max(x,0) + log1p(e^−|x|) (docs/model.md §11.1).
 func softplus(x float64) float64 {
 	return math.Max(x, 0) + math.Log1p(math.Exp(-math.Abs(x)))
 }
 
 // rmsNorm writes dst = x · (mean(x²) + eps)^(−1/2) · scale, where scale is
 // the effective weight: 1+w for the offset norms (precomputed at load time,
-// §3.3.1) or w for the plain ones. dst may alias x.
+// docs/model.md §3.3.1) or w for the plain ones. dst may alias x.
 func rmsNorm(dst, x, scale []float32, eps float64) {
 	var ss float64
 	for _, v := range x {
@@ -38,7 +38,7 @@ func rmsNorm(dst, x, scale []float32, eps float64) {
 }
 
 // l2Norm scales x in place by (Σx² + 1e−6)^(−1/2) · mul: the DeltaNet q/k
-// normalisation of §4 (ε fixed at 1e−6, inside the root; a zero vector stays
+// normalisation of docs/model.md §4 (ε fixed at 1e−6, inside the root; a zero vector stays
 // zero, §11.8), with the 1/√dk query scale folded into mul.
 func l2Norm(x []float32, mul float64) {
 	var ss float64

@@ -8,7 +8,7 @@ import (
 	"forge/checkpoint"
 )
 
-// TestPitfalls shows that each mistake of spec §13 would fail
+// TestPitfalls shows that each mistake of docs/model.md §13 would fail
 // TestGoldenTrace. For every stage it recomputes the stage's output from the
 // golden inputs twice, in plain float64 code: once correctly (which must
 // match the golden output within the trace tolerance 1e-4, so the harness
@@ -144,7 +144,7 @@ func TestPitfalls(t *testing.T) {
 	}
 }
 
-// Plain float64 twins of each stage (spec §4, §6, §7, §8.1), written without
+// Plain float64 twins of each stage (docs/model.md §4, §6, §7, §8.1), written without
 // any code from the model package.
 
 func offsetNormRows(x, w []float32, n int, offset bool) []float32 {
@@ -264,7 +264,7 @@ func decay(a, aLog, dt []float32, mode string) []float32 {
 	return out
 }
 
-// deltaRuleRef runs the recurrent form (§8.1) over 17 tokens, 6 value heads
+// deltaRuleRef runs the recurrent form (docs/model.md §8.1) over 17 tokens, 6 value heads
 // of 32, 2 key heads of 32.
 func deltaRuleRef(q, k, v, g, beta []float32, tile, qScale, kScale bool) []float32 {
 	const Hv, Hk, d = 6, 2, 32

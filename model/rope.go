@@ -2,7 +2,7 @@ package model
 
 import "math"
 
-// rope is the partial rotate-half rotary embedding of spec §6.3: the first
+// rope is the partial rotate-half rotary embedding of docs/model.md §6.3: the first
 // R = rotary_dim components of each head rotate, component i pairing with
 // i + R/2, at angles φ_i = p·θ^(−2i/R) computed in float64 (§11.9).
 type rope struct {

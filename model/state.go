@@ -8,7 +8,7 @@ import (
 	"forge/tensor"
 )
 
-// State is one sequence's decoding state (spec §9): per DeltaNet layer the
+// State is one sequence's decoding state (docs/model.md §9): per DeltaNet layer the
 // last K−1 raw conv rows and the recurrent state S, per attention layer the
 // KV cache, and the position counter. A State belongs to one Model and one
 // goroutine at a time; the Model itself is shared read-only.

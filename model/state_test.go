@@ -19,7 +19,7 @@ func randTokens(r *rand.Rand, n, vocab int) []int {
 
 // TestPrefillSplit: prefill(a) then prefill(b) equals prefill(a‖b), for
 // splits inside and across 64-token chunks. The chunk boundaries move, so the
-// two round differently; the spec (§8.2, §11.11) puts that at the 1e-5 level
+// two round differently; docs/model.md (§8.2, §11.11) puts that at the 1e-5 level
 // on O(5) logits, hence 1e-3 as everywhere else.
 func TestPrefillSplit(t *testing.T) {
 	m := loadModel(t, repoPath("models", "forge-tiny"))
@@ -120,7 +120,7 @@ func TestEmptyAndBadTokens(t *testing.T) {
 	}
 }
 
-// TestParamCount27B checks the tensor inventory against the spec's §12
+// TestParamCount27B checks the tensor inventory against docs/model.md §12
 // parameter formula for Qwen3.5-27B: 26,895,998,464.
 func TestParamCount27B(t *testing.T) {
 	c := model.Config{

@@ -19,7 +19,7 @@ const (
 var Parts = []Part{PartEmbed, PartMLP, PartDeltaNet, PartAttn, PartHead, PartOther}
 
 // TensorSpec is one tensor a checkpoint of Config must hold (names without
-// the HF prefix, spec §3.2).
+// the HF prefix, docs/model.md §3.2).
 type TensorSpec struct {
 	Name   string
 	Shape  []int

@@ -1,5 +1,5 @@
 // Package plan maps a model's matrices to quantization formats: a
-// mixed-precision plan (quantization.md §4) as JSON, with per-part defaults
+// mixed-precision plan (docs/quantization.md §4) as JSON, with per-part defaults
 // and per-matrix overrides, resolved for each checkpoint tensor name.
 //
 // Plan file (every field optional):
@@ -13,8 +13,8 @@
 //	}
 //
 // A value is a format name (lut.ParseFormat spellings) or an object
-// {"format", "rank"} (rank: low-rank correction, quantization.md §5).
-// Parts: mlp (gate/up/down), gdn (DeltaNet in_proj_qkv, in_proj_z,
+// {"format", "rank"} (rank: low-rank correction, docs/quantization.md §5).
+// Parts (docs/quantization.md §4.1): mlp (gate/up/down), gdn (DeltaNet in_proj_qkv, in_proj_z,
 // out_proj), attn (attention q and o), kv (attention k and v), head.
 // Matrix keys are LAYER.NAME with NAME one of gate, up, down, mlp (all
 // three), mixer (the layer's quantized mixer projections: qkv/z/out or

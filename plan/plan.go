@@ -28,7 +28,7 @@ type Plan struct {
 	Matrices map[string]Spec // by key: "23.gate", "0.mixer", "head", …
 }
 
-// Parts are the part names a plan may give defaults for.
+// Parts are the part names a plan may give defaults for (docs/quantization.md §4.1).
 var Parts = []string{"mlp", "gdn", "attn", "kv", "head"}
 
 type fileJSON struct {

@@ -1,6 +1,6 @@
 // Package quant holds forge's quantization algorithms: codebook fitting by
 // k-means, round-to-nearest into every lut.Format, the calibration
-// Hessian, GPTQ on LUT grids (quantization.md §3), the weight and output
+// Hessian, GPTQ on LUT grids (docs/quantization.md §3), the weight and output
 // SNRs, and the Quantizer interface that Nearest and GPTQ implement. It
 // produces lut.Matrix values and never multiplies them.
 //
@@ -20,7 +20,7 @@
 //	lowrank.go  LowRank, LowRankOptions, LowRankFit: seeded randomized SVD of E = W − Ŵ, A [out,r] = U·Σ,
 //	            B [r,in] unit rows, fp16; optionally H-weighted via Cholesky of H + λI (§5)
 //
-// # Choices (quantization.md §1–2, and where it is silent)
+// # Choices (docs/quantization.md §1–2, and where it is silent)
 //
 //   - pcs: s[o] = √(mean_j W[o,j]²), computed in float64, rounded through
 //     float32 to fp16; a zero scale becomes 1; an fp16 overflow is an error.
@@ -47,7 +47,7 @@
 //   - AW: Options.Importance (or Nearest{AW: true} with a Hessian) weights
 //     each weight's squared error by diag(H)[j] of its input column.
 //
-// # GPTQ and the Hessian (quantization.md §3, and where it is silent)
+// # GPTQ and the Hessian (docs/quantization.md §3, and where it is silent)
 //
 //   - GPTQ rounds to RTN's grid (same scales from the original W, same
 //     codebooks for the same Options and AW), so with a diagonal H it

@@ -13,7 +13,7 @@ import (
 
 // GPTQ quantizes with GPTQ on the grid of Format (Frantar et al. 2022,
 // "GPTQ: Accurate Post-Training Quantization for Generative Pre-trained
-// Transformers", Algorithm 1; quantization.md §3): it minimizes
+// Transformers", Algorithm 1; docs/quantization.md §3): it minimizes
 // ‖X(W − Q)ᵀ‖² for H = XᵀX/N by rounding one input column at a time and
 // moving each column's rounding error onto the columns not yet rounded,
 // weighted by the inverse Hessian. The zero value (past Format) is the

@@ -10,7 +10,7 @@ import (
 )
 
 // HadamardMaxBlock is the preferred block width of the online rotation
-// (quantization.md §3): 1024 columns.
+// (docs/quantization.md §3): 1024 columns.
 const HadamardMaxBlock = 1024
 
 // hadamardStream is the second PCG seed word of the sign generator (the
@@ -24,7 +24,7 @@ const hadamardGrain = 1 << 15
 
 // HadamardBlock returns the block width n the rotation uses for a width:
 // 1024 if 1024 divides the width, else the largest power of two that
-// divides it (quantization.md §3); that is min(1024, width & −width).
+// divides it (docs/quantization.md §3); that is min(1024, width & −width).
 // An odd width gives n = 1: each "block" is a single column, H₁ = [1], and
 // the rotation reduces to the random signs D, which is still orthogonal
 // but mixes nothing. It panics if width ≤ 0.
@@ -35,7 +35,7 @@ func HadamardBlock(width int) int {
 	return min(HadamardMaxBlock, width&-width)
 }
 
-// Hadamard is the online block Hadamard rotation of quantization.md §3, an
+// Hadamard is the online block Hadamard rotation of docs/quantization.md §3, an
 // orthogonal width×width matrix
 //
 //	M = diag(M₀, M₁, …),   M_b = D_b·H_n/√n,   n = HadamardBlock(width)

@@ -13,7 +13,7 @@ import (
 const hessChunk = 128
 
 // Hessian accumulates the input statistics of one Linear: H = XᵀX/N over
-// the N calibration rows X [N, in] it has seen (quantization.md §3), the
+// the N calibration rows X [N, in] it has seen (docs/quantization.md §3), the
 // full symmetric matrix that GPTQ factorizes and OutputSNR weighs errors
 // with, or (DiagOnly) just its diagonal, all AW codebooks need. The zero
 // value is an empty full Hessian ready for Add. Add and Merge must not run

@@ -11,7 +11,7 @@ import (
 )
 
 // Codebook is K entries of length D whose values are fp16-representable
-// (quantization.md §2: entries are rounded to fp16 before any weight is
+// (docs/quantization.md §2: entries are rounded to fp16 before any weight is
 // rounded to them). Scalar codebooks (D = 1) are sorted ascending.
 type Codebook struct {
 	D, K   int
@@ -97,7 +97,7 @@ func roundF16(v []float32) {
 const scalarMaxIter = 1000
 
 // FitScalar fits a K-entry scalar codebook to values v with non-negative
-// weights wt (nil: all 1) by weighted 1-D Lloyd iterations (quantization.md
+// weights wt (nil: all 1) by weighted 1-D Lloyd iterations (docs/quantization.md
 // §2): minimize Σ_i wt[i]·(v[i] − c(v[i]))². The data are sorted once;
 // with prefix sums of wt and wt·v, each iteration finds the clusters (the
 // runs between midpoints of neighbouring centroids) by binary search and
@@ -190,7 +190,7 @@ func sortedPairs(v, wt []float64) []pair {
 
 // FitVectors fits K entries of length d to the n = len(v)/d vectors v
 // ([n][d]) with non-negative weights wt (nil: all 1) by weighted k-means
-// (quantization.md §2): at most opt.samples() vectors sampled without
+// (docs/quantization.md §2): at most opt.samples() vectors sampled without
 // replacement, opt.inits() k-means++ initializations, each refined by at
 // most opt.maxIter() Lloyd iterations (fewer once no assignment changes or
 // the error drops by less than a relative 10⁻⁶); the run with the least

@@ -57,7 +57,7 @@ type LowRankFit struct {
 }
 
 // LowRank fits the leading rank-r part of an error matrix E = W − Ŵ
-// [out, in] (quantization.md §5) by a seeded randomized SVD (Halko,
+// [out, in] (docs/quantization.md §5) by a seeded randomized SVD (Halko,
 // Martinsson & Tropp, "Finding structure with randomness", SIAM Review
 // 2011, Algorithms 4.4 and 5.1), all in float64 with gonum:
 //

@@ -12,7 +12,7 @@ import (
 )
 
 // Quantizer turns one weight matrix W [out, in] and its calibration
-// statistics into a lut.Matrix (design.md). Implementations: Nearest (RTN,
+// statistics into a lut.Matrix (docs/architecture.md §3). Implementations: Nearest (RTN,
 // this file); GPTQ comes later.
 type Quantizer interface {
 	Quantize(w *tensor.Matrix, h *Hessian) (*lut.Matrix, error)
@@ -23,7 +23,7 @@ type Quantizer interface {
 var ErrInput = errors.New("invalid quantizer input")
 
 // Options tune codebook fitting; the zero value is the reference setting
-// of quantization.md §2.
+// of docs/quantization.md §2.
 type Options struct {
 	// Seed makes sampling and k-means++ deterministic: same seed, same
 	// codebooks and codes.
@@ -91,7 +91,7 @@ func (o Options) check(in int) error {
 }
 
 // Nearest is round-to-nearest (RTN) quantization into Format, with
-// codebooks fit by k-means (quantization.md §2). With AW set, codebook
+// codebooks fit by k-means (docs/quantization.md §2). With AW set, codebook
 // fitting weights each column by diag(H) of the Hessian passed to
 // Quantize (which must then not be nil), replacing Options.Importance.
 type Nearest struct {
@@ -113,7 +113,7 @@ func (q Nearest) Quantize(w *tensor.Matrix, h *Hessian) (*lut.Matrix, error) {
 }
 
 // RTN quantizes W [out, in] into format f by rounding every weight to
-// nearest (quantization.md §1–2):
+// nearest (docs/quantization.md §1–2):
 //
 //   - LUT<b> and vector d×K + pcs: per-output-channel scales
 //     s[o] = fp16(√(mean_j W[o,j]²)) (a zero scale becomes 1), a codebook
@@ -173,7 +173,7 @@ func toF16(v float64) uint16 { return tensor.F32ToF16(float32(v)) }
 // fp16One is 1.0 in fp16, the scale that replaces a zero one.
 const fp16One = 0x3c00
 
-// PCS returns the per-output-channel scales of W (quantization.md §1):
+// PCS returns the per-output-channel scales of W (docs/quantization.md §1):
 // s[o] = √(mean_j W[o,j]²) rounded to fp16, a zero scale replaced by 1. It
 // fails if a scale overflows fp16.
 func PCS(w *tensor.Matrix) ([]uint16, error) {

@@ -163,7 +163,7 @@ func checkExactAndNearest(t *testing.T, name string, f lut.Format, w, wq *tensor
 	}
 }
 
-// TestPCSAndINT8Scales checks the scale formulas of quantization.md §1 on
+// TestPCSAndINT8Scales checks the scale formulas of docs/quantization.md §1 on
 // hand-made rows, including an all-zero row (scale 1) and clipping.
 func TestPCSAndINT8Scales(t *testing.T) {
 	w := tensor.FromSlice(3, 4, []float32{

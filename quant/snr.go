@@ -47,7 +47,7 @@ func WeightedSNR(w, what *tensor.Matrix, col []float64) float64 {
 //	SNR = 10·log10( tr(W H Wᵀ) / tr(E H Eᵀ) ),   E = W − Ŵ
 //
 // which for H = XᵀX/N is 10·log10(‖X Wᵀ‖² / ‖X Eᵀ‖²), the layer's output
-// SNR on the rows X (quantization.md §3: pass the held-out rows' H for the
+// SNR on the rows X (docs/quantization.md §3: pass the held-out rows' H for the
 // held-out SNR per matrix). The caller dequantizes (lut.Matrix.Dequantize).
 // Both quadratic forms are computed in float64 (W·H and E·H by the
 // backend's dgemm, a few hundred rows at a time), since GPTQ leaves E

@@ -42,7 +42,7 @@ func TestSNRLloydMax(t *testing.T) {
 	}
 }
 
-// TestSNRAnchors: the quantization.md §1 anchors on Gaussian weights:
+// TestSNRAnchors: the docs/quantization.md §1 anchors on Gaussian weights:
 // vector 2x16 ≈ 9.7 dB and beats scalar 2-bit (9.3); LUT4 ≈ 20 dB; and
 // more bits or grouping never hurt. The 2x16 tolerance (±0.3 dB) allows
 // for k-means on 300,000 sampled vectors finding a local optimum slightly
