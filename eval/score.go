@@ -118,6 +118,7 @@ func scoreRow(res *Result, off int, tr *Trace, d *rowData, lg *tensor.Matrix) er
 	n := len(d.tokens) - 1
 	bad := make([]string, n)
 	tensor.ParallelGrain(n, 1, func(lo, hi int) {
+		tensor.ClearUpper()
 		sc := newScorer(tr.Meta.Vocab, tr.Meta.TopK)
 		for t := lo; t < hi; t++ {
 			bad[t] = sc.position(res, off+t, d, t, lg.Row(t))

@@ -102,6 +102,7 @@ func (p *Pool) Run(n, grain int, fn func(lo, hi int)) {
 	k := min(chunksPerWorker*(p.size+1), n/grain)
 	if k <= 1 || p.size == 0 {
 		fn(0, n)
+		ClearUpper()
 		return
 	}
 	j := p.post(n, k, fn)
@@ -132,6 +133,7 @@ func (j *job) work() bool {
 		}
 		ran = true
 		j.fn(i*j.n/j.k, (i+1)*j.n/j.k)
+		ClearUpper()
 		if j.left.Add(-1) == 0 && j.waiting.Load() {
 			select {
 			case j.done <- struct{}{}:

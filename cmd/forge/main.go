@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -16,6 +17,7 @@ import (
 	"forge"
 	"forge/internal/budget"
 	"forge/internal/outpath"
+	"forge/tensor"
 	"forge/tokenizer"
 )
 
@@ -36,6 +38,7 @@ type cli struct {
 }
 
 func main() {
+	noAsyncPreempt()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	interrupts(cancel)
@@ -55,9 +58,57 @@ func main() {
 	if err != nil {
 		usageError(parser, err)
 	}
+	if stop := profile(); stop != nil {
+		defer stop()
+	}
 	if err := k.Run(); err != nil {
 		os.Exit(report(ctx, err))
 	}
+}
+
+// profile writes a CPU profile to $FORGE_CPUPROFILE while the command
+// runs, when that is set (for `go tool pprof`; BENCHMARKS.md).
+func profile() func() {
+	path := os.Getenv("FORGE_CPUPROFILE")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "forge: FORGE_CPUPROFILE:", err)
+		return nil
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// noAsyncPreempt re-executes forge once with GODEBUG=asyncpreemptoff=1
+// where Go's asynchronous preemption would leave the vector registers'
+// upper halves dirty (tensor.PreemptDirtiesUpper): on this project's Xeon
+// host every math.Exp after a preemption then took ~1 µs instead of 11 ns,
+// and the main job ran 2.5× slower (BENCHMARKS.md). Goroutines are still
+// preempted at function calls, which every kernel loop makes per chunk.
+func noAsyncPreempt() {
+	env := os.Getenv("GODEBUG")
+	if !tensor.PreemptDirtiesUpper() || strings.Contains(env, "asyncpreemptoff") {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	if env != "" {
+		env += ","
+	}
+	environ := []string{"GODEBUG=" + env + "asyncpreemptoff=1"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GODEBUG=") {
+			environ = append(environ, kv)
+		}
+	}
+	syscall.Exec(exe, os.Args, environ) // returns only on failure
 }
 
 // interrupts makes SIGINT and SIGTERM cancel ctx, so that every job stops

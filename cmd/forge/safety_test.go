@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"forge/tensor"
 )
 
 // Issue 10, through the binary as a user meets it: no command may write
@@ -260,6 +262,10 @@ func TestSignalsCleanUp(t *testing.T) {
 			if len(forgeTemps(t, outDir)) == 0 {
 				cmd.Process.Kill()
 				t.Fatalf("never started writing:\n%s", stderr.String())
+			}
+			if env, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/environ"); err == nil && tensor.PreemptDirtiesUpper() &&
+				!strings.Contains(string(env), "asyncpreemptoff=1") {
+				t.Error("forge runs with asynchronous preemption, which leaves vector registers dirty here")
 			}
 			cmd.Process.Signal(syscall.SIGTERM)
 			done := make(chan error, 1)
