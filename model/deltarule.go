@@ -1,6 +1,5 @@
 package model
 
-
 // The gated delta rule of docs/model.md §8 for one value head. S is [dk][dv]
 // (row = key dimension), q and k are L2-normalised (q already scaled by
 // 1/√dk), g ≤ 0 is the log decay and beta ∈ (0,1) the write strength.
