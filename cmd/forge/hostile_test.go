@@ -233,3 +233,31 @@ func TestFlagErrorIsShort(t *testing.T) {
 		t.Errorf("%v, %d lines:\n%s", err, len(lines), out)
 	}
 }
+
+// TestUnfinishedBundleAndContext: a bundle whose forge.json is missing is
+// named as such (it used to be reported as a checkpoint without
+// model.safetensors), and a sequence longer than the model's context is
+// refused before it runs.
+func TestUnfinishedBundleAndContext(t *testing.T) {
+	dir := t.TempDir()
+	b := filepath.Join(dir, "b")
+	if o, err := run(t, "quantize", "--model", tiny, "--out", b, "--format", "LUT4 per-tensor + pcs"); err != nil {
+		t.Fatal(err, o)
+	}
+	os.Remove(filepath.Join(b, "forge.json"))
+	long := filepath.Join(dir, "long.json")
+	os.WriteFile(long, []byte("["+strings.Repeat("17, ", 4096)+"17]"), 0o644) // 4097 tokens; forge-tiny holds 4096
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inspect", b}, "has no forge.json"},
+		{[]string{"logits", "--model", b, "--tokens", long, "--out", filepath.Join(dir, "l")}, "has no forge.json"},
+		{[]string{"logits", "--model", tiny, "--tokens", long, "--out", filepath.Join(dir, "l")}, "longer than the model's context of 4096"},
+	} {
+		o, err := run(t, c.args...)
+		if err == nil || !strings.Contains(o, c.want) {
+			t.Errorf("%v: %v, want %q:\n%s", c.args[0], err, c.want, o)
+		}
+	}
+}
