@@ -261,3 +261,26 @@ func TestUnfinishedBundleAndContext(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstRunMessages: `forge eval --help` shows how to score; evaluation
+// errors speak of evaluation data, not calibration; a low-rank correction
+// says what it adds to each part's size.
+func TestFirstRunMessages(t *testing.T) {
+	dir := t.TempDir()
+	if o, _ := run(t, "eval", "--help"); !strings.Contains(o, "forge eval --trace TRACE --model CANDIDATE") {
+		t.Errorf("eval --help:\n%s", o)
+	}
+	for _, args := range [][]string{
+		{"trace", "--model", tiny, "--data", filepath.Join(dir, "none.txt"), "--out", filepath.Join(dir, "t")},
+		{"ppl", "--model", tiny, "--data", filepath.Join(dir, "none.txt")},
+		{"trace", "--model", tiny, "--data", filepath.Join("..", "..", "testdata", "calib", "code.txt") + ":999", "--out", filepath.Join(dir, "t")},
+	} {
+		if o, err := run(t, args...); err == nil || strings.Contains(strings.ToLower(o), "calibration") || !strings.Contains(o, "evaluation data") && args[0] == "trace" {
+			t.Errorf("%v: %v\n%s", args, err, o)
+		}
+	}
+	o, err := run(t, "quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "LUT4 per-tensor + pcs", "--lowrank-rank", "32")
+	if err != nil || !strings.Contains(o, "low-rank correction: gdn matrices 537.6 KiB → 1.1 MiB (+103%)") {
+		t.Errorf("%v:\n%s", err, o)
+	}
+}
