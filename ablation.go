@@ -16,7 +16,7 @@ import (
 // in layers [Lo, Hi] (Hi < 0: through the last layer). The head has no
 // layer: it is selected whenever its part is.
 type Ablation struct {
-	Parts  []string
+	Parts  []model.Part
 	Lo, Hi int
 }
 
@@ -28,10 +28,11 @@ func ParseAblation(parts, layers string) (Ablation, error) {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
 		}
-		if !slices.Contains(plan.Parts, p) {
-			return a, fmt.Errorf("--parts: unknown part %q (parts: %s)", p, strings.Join(plan.Parts, ","))
+		part, ok := model.ParsePart(p)
+		if !ok || !slices.Contains(model.QuantParts, part) {
+			return a, fmt.Errorf("ablation parts: unknown part %q (parts: %s)", p, plan.QuantPartNames())
 		}
-		a.Parts = append(a.Parts, p)
+		a.Parts = append(a.Parts, part)
 	}
 	if layers = strings.TrimSpace(layers); layers != "" {
 		lo, hi, found := strings.Cut(layers, "-")
@@ -42,7 +43,7 @@ func ParseAblation(parts, layers string) (Ablation, error) {
 			a.Hi, err2 = strconv.Atoi(strings.TrimSpace(hi))
 		}
 		if err := errors.Join(err1, err2); err != nil || a.Lo < 0 || a.Hi < a.Lo {
-			return a, fmt.Errorf("--layers %q: want LO-HI (e.g. 24-63) or one layer", layers)
+			return a, fmt.Errorf("ablation layers %q: want LO-HI (e.g. 24-63) or one layer", layers)
 		}
 	}
 	return a, nil
@@ -51,8 +52,8 @@ func ParseAblation(parts, layers string) (Ablation, error) {
 // selects reports whether the checkpoint matrix name is taken from the
 // candidate.
 func (a Ablation) selects(name string) bool {
-	t, ok := plan.TargetOf(name)
-	if !ok || (len(a.Parts) > 0 && !slices.Contains(a.Parts, t.Part)) {
+	t, ok := model.Lookup(name)
+	if !ok || !t.Quantizable || (len(a.Parts) > 0 && !slices.Contains(a.Parts, t.Part)) {
 		return false
 	}
 	if t.Layer < 0 {

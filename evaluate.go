@@ -123,7 +123,7 @@ func openCandidate(cfg EvalConfig) (*candidate, error) {
 	c := &candidate{m: m, Closer: src}
 	mc := m.Config()
 	for _, s := range model.Tensors(&mc) {
-		if !Quantizable(s) {
+		if !s.Quantizable {
 			continue
 		}
 		c.weights += s.Elements()

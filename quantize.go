@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"forge/bundle"
 	"forge/calib"
@@ -46,24 +45,6 @@ type QuantizeConfig struct {
 	Progress func(done, total int64)
 	// Log, if set, receives one line per quantized matrix (SNRs).
 	Log func(line string)
-}
-
-// Quantizable reports whether a tensor is quantized by forge quantize: the
-// MLP, the DeltaNet projections in_proj_qkv / in_proj_z / out_proj, the
-// attention q/k/v/o projections and the head. Embeddings, norms, conv taps,
-// A_log, dt_bias and the small in_proj_a / in_proj_b stay float.
-func Quantizable(s model.TensorSpec) bool {
-	if !s.Matrix {
-		return false
-	}
-	switch s.Part {
-	case model.PartMLP, model.PartAttn, model.PartHead:
-		return true
-	case model.PartDeltaNet:
-		n := s.Name
-		return !strings.HasSuffix(n, "in_proj_a.weight") && !strings.HasSuffix(n, "in_proj_b.weight")
-	}
-	return false
 }
 
 // Quantize writes a bundle of cfg.Model with every quantizable matrix in
@@ -186,7 +167,7 @@ func (r *recipe) items(ck *checkpoint.Checkpoint) ([]bundle.Item, map[string]pla
 	var names []string
 	for i, t := range infos {
 		items[i] = bundle.Item{Name: t.Spec.Name, Shape: t.Spec.Shape, DType: t.DType, Matrix: t.Spec.Matrix}
-		if !Quantizable(t.Spec) {
+		if !t.Spec.Quantizable {
 			continue
 		}
 		names = append(names, t.Spec.Name)
@@ -220,13 +201,13 @@ func (r *recipe) items(ck *checkpoint.Checkpoint) ([]bundle.Item, map[string]pla
 // stored size of its matrices (they can double a mixer at rank 32).
 func lowRankCost(items []bundle.Item) []string {
 	type cost struct{ without, with int64 }
-	by := map[string]*cost{}
-	var parts []string
+	by := map[model.Part]*cost{}
+	var parts []model.Part
 	for _, it := range items {
 		if it.Rank == 0 {
 			continue
 		}
-		t, _ := plan.TargetOf(it.Name)
+		t, _ := model.Lookup(it.Name)
 		c := by[t.Part]
 		if c == nil {
 			c = &cost{}

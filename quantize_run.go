@@ -74,7 +74,7 @@ func (r *recipe) fingerprint(source string, set *calib.Set) ([]byte, error) {
 	if c.LowRankRank > 0 {
 		parts := []string{}
 		for p := range r.lrParts {
-			parts = append(parts, p)
+			parts = append(parts, string(p))
 		}
 		slices.Sort(parts)
 		rec["lowrank"] = map[string]any{"rank": c.LowRankRank, "parts": parts, "weighted": c.LowRankWeighted}

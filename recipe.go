@@ -3,9 +3,9 @@ package forge
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"forge/lut"
+	"forge/model"
 	"forge/plan"
 )
 
@@ -14,16 +14,13 @@ type recipe struct {
 	cfg     QuantizeConfig
 	def     *lut.Format // --format, if given
 	plan    *plan.Plan
-	lrParts map[string]bool
+	lrParts map[model.Part]bool
 }
-
-// lowRankParts are the parts --lowrank-parts accepts.
-var lowRankParts = []string{"mlp", "gdn", "attn", "kv", "head"}
 
 // newRecipe checks cfg for conflicting or incomplete settings: each is an
 // error naming the flags, never silently resolved (docs/quantization.md §8).
 func newRecipe(cfg QuantizeConfig) (*recipe, error) {
-	r := &recipe{cfg: cfg, lrParts: map[string]bool{}}
+	r := &recipe{cfg: cfg, lrParts: map[model.Part]bool{}}
 	switch cfg.Method {
 	case "", "rtn", "gptq":
 	default:
@@ -53,9 +50,10 @@ func newRecipe(cfg QuantizeConfig) (*recipe, error) {
 		if len(parts) == 0 {
 			parts = []string{"gdn", "attn", "kv"}
 		}
-		for _, p := range parts {
-			if !slices.Contains(lowRankParts, p) {
-				return nil, fmt.Errorf("quantize: --lowrank-parts: unknown part %q (parts: %s)", p, strings.Join(lowRankParts, ","))
+		for _, name := range parts {
+			p, ok := model.ParsePart(name)
+			if !ok || !slices.Contains(model.QuantParts, p) {
+				return nil, fmt.Errorf("quantize: low-rank parts: unknown part %q (parts: %s)", name, plan.QuantPartNames())
 			}
 			r.lrParts[p] = true
 		}
@@ -94,7 +92,7 @@ func (r *recipe) spec(name string) (plan.Spec, bool, error) {
 	if !ok {
 		return s, false, nil
 	}
-	t, _ := plan.TargetOf(name)
+	t, _ := model.Lookup(name)
 	if r.lrParts[t.Part] && s.Format.Quantized() {
 		if s.Rank > 0 && s.Rank != r.cfg.LowRankRank {
 			return s, false, fmt.Errorf("quantize: %s: plan rank %d conflicts with --lowrank-rank %d", name, s.Rank, r.cfg.LowRankRank)
@@ -116,11 +114,11 @@ func (r *recipe) rotationSeed(name string) (uint64, bool) {
 	if !r.cfg.Hadamard {
 		return 0, false
 	}
-	t, ok := plan.TargetOf(name)
-	if !ok || t.Part != "mlp" {
+	t, ok := model.Lookup(name)
+	if !ok || t.Part != model.PartMLP {
 		return 0, false
 	}
-	if t.Names[0] == "down" {
+	if t.Role == "down" {
 		return uint64(2000 + t.Layer), true
 	}
 	return uint64(1000 + t.Layer), true

@@ -140,7 +140,7 @@ func snrMatrices(cfg SNRConfig) ([]namedMatrix, func(), error) {
 	}
 	var out []namedMatrix
 	for _, t := range ck.Tensors() {
-		if !t.Spec.Matrix || (re == nil && !Quantizable(t.Spec)) || (re != nil && !re.MatchString(t.Spec.Name)) {
+		if !t.Spec.Matrix || (re == nil && !t.Spec.Quantizable) || (re != nil && !re.MatchString(t.Spec.Name)) {
 			continue
 		}
 		spec := t.Spec

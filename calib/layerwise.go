@@ -3,7 +3,6 @@ package calib
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"forge/lut"
 	"forge/model"
@@ -18,24 +17,24 @@ type Group struct {
 }
 
 // Groups returns layer li's groups in true-sequential order
-// (docs/quantization.md §3): the mixer input projections (DeltaNet in_proj_qkv
-// and in_proj_z, or attention q, k, v), the mixer output projection, MLP
-// gate and up, MLP down. DeltaNet's in_proj_a / in_proj_b share the first
-// group's input but are never quantized, so they are not listed.
+// (docs/quantization.md §3): its quantizable matrices by stage
+// (model.TensorSpec.Stage) — the mixer input projections (DeltaNet
+// in_proj_qkv and in_proj_z, or attention q, k, v), the mixer output
+// projection, MLP gate and up, MLP down. DeltaNet's in_proj_a / in_proj_b
+// read the first group's input but are never quantized, so they are not
+// listed.
 func Groups(c model.Config, li int) []Group {
-	p := "layers." + strconv.Itoa(li) + "."
-	g := []Group{}
-	if c.Layers[li] == model.Attention {
-		a := p + "self_attn."
-		g = append(g, Group{li, []string{a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}},
-			Group{li, []string{a + "o_proj.weight"}})
-	} else {
-		d := p + "linear_attn."
-		g = append(g, Group{li, []string{d + "in_proj_qkv.weight", d + "in_proj_z.weight"}},
-			Group{li, []string{d + "out_proj.weight"}})
+	var g []Group
+	for _, t := range model.Tensors(&c) {
+		if t.Layer != li || !t.Quantizable {
+			continue
+		}
+		for len(g) <= t.Stage {
+			g = append(g, Group{Layer: li})
+		}
+		g[t.Stage].Names = append(g[t.Stage].Names, t.Name)
 	}
-	return append(g, Group{li, []string{p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}},
-		Group{li, []string{p + "mlp.down_proj.weight"}})
+	return g
 }
 
 // HeadGroup is the head's group, after every layer.

@@ -97,46 +97,58 @@ func (l *loader) offsetNorm(name string, n int) []float32 {
 	return v
 }
 
+// layer loads decoder layer i from the entries of the tensor table for its
+// kind (tensors.go): matrices into their slots, vectors by role.
 func (l *loader) layer(i int, kind LayerKind) layer {
-	c := l.c
-	p := "layers." + strconv.Itoa(i) + "."
-	L := layer{
-		kind:     kind,
-		inNorm:   l.offsetNorm(p+"input_layernorm.weight", c.Hidden),
-		postNorm: l.offsetNorm(p+"post_attention_layernorm.weight", c.Hidden),
-		gate:     l.linear(p+"mlp.gate_proj.weight", c.Intermediate, c.Hidden),
-		up:       l.linear(p+"mlp.up_proj.weight", c.Intermediate, c.Hidden),
-		down:     l.linear(p+"mlp.down_proj.weight", c.Hidden, c.Intermediate),
-	}
+	L := layer{kind: kind}
 	if kind == Attention {
-		D := c.HeadDim
-		L.attn = &attention{
-			q:     l.linear(p+"self_attn.q_proj.weight", 2*c.Heads*D, c.Hidden),
-			k:     l.linear(p+"self_attn.k_proj.weight", c.KVHeads*D, c.Hidden),
-			v:     l.linear(p+"self_attn.v_proj.weight", c.KVHeads*D, c.Hidden),
-			o:     l.linear(p+"self_attn.o_proj.weight", c.Hidden, c.Heads*D),
-			qNorm: l.offsetNorm(p+"self_attn.q_norm.weight", D),
-			kNorm: l.offsetNorm(p+"self_attn.k_norm.weight", D),
+		L.attn = &attention{}
+	} else {
+		L.gdn = &deltaNet{}
+	}
+	p := "layers." + strconv.Itoa(i) + "."
+	for _, group := range layerEntries(kind) {
+		for _, e := range group {
+			name, shape := p+e.suffix, e.shape(l.c)
+			if e.matrix {
+				*L.slot(e.role) = l.linear(name, shape[0], shape[1])
+				continue
+			}
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			l.layerVector(&L, e.role, name, n)
 		}
-		return L
 	}
-	p += "linear_attn."
-	d := &deltaNet{
-		qkv:    l.linear(p+"in_proj_qkv.weight", c.ConvDim(), c.Hidden),
-		z:      l.linear(p+"in_proj_z.weight", c.ValueTotal(), c.Hidden),
-		a:      l.linear(p+"in_proj_a.weight", c.ValueHeads, c.Hidden),
-		b:      l.linear(p+"in_proj_b.weight", c.ValueHeads, c.Hidden),
-		out:    l.linear(p+"out_proj.weight", c.Hidden, c.ValueTotal()),
-		conv:   l.vector(p+"conv1d.weight", c.ConvDim()*c.ConvKernel), // [convDim, 1, K] squeezed
-		dtBias: l.vector(p+"dt_bias", c.ValueHeads),
-		normW:  l.vector(p+"norm.weight", c.ValueDim),
-	}
-	// A_log stores ln A; the decay rate is A = exp(A_log) (docs/model.md §3.3.2).
-	aLog := l.vector(p+"A_log", c.ValueHeads)
-	d.rate = make([]float64, len(aLog))
-	for h, v := range aLog {
-		d.rate[h] = math.Exp(float64(v))
-	}
-	L.gdn = d
 	return L
+}
+
+// layerVector loads a layer's vector of role into its place.
+func (l *loader) layerVector(L *layer, role, name string, n int) {
+	switch role {
+	case "input_norm":
+		L.inNorm = l.offsetNorm(name, n)
+	case "post_norm":
+		L.postNorm = l.offsetNorm(name, n)
+	case "q_norm":
+		L.attn.qNorm = l.offsetNorm(name, n)
+	case "k_norm":
+		L.attn.kNorm = l.offsetNorm(name, n)
+	case "conv":
+		L.gdn.conv = l.vector(name, n) // [convDim, 1, K] squeezed
+	case "dt_bias":
+		L.gdn.dtBias = l.vector(name, n)
+	case "gated_norm":
+		L.gdn.normW = l.vector(name, n)
+	case "A_log":
+		// A_log stores ln A; the decay rate is A = exp(A_log) (docs/model.md §3.3.2).
+		aLog := l.vector(name, n)
+		L.gdn.rate = make([]float64, len(aLog))
+		for h, v := range aLog {
+			L.gdn.rate[h] = math.Exp(float64(v))
+		}
+	default:
+		panic("model: the tensor table has a vector role the loader does not know: " + role)
+	}
 }

@@ -1,11 +1,6 @@
 package model
 
-import (
-	"strconv"
-	"strings"
-
-	"forge/tensor"
-)
+import "forge/tensor"
 
 // Slot returns the place where the Model keeps the Linear loaded from the
 // checkpoint tensor name (the names Load asks its Source for, such as
@@ -19,50 +14,52 @@ import (
 // tied embeddings the head slot still holds the embedding matrix, and
 // storing into it unties them.
 func (m *Model) Slot(name string) *Linear {
-	if name == "lm_head.weight" {
+	t, ok := Lookup(name)
+	switch {
+	case !ok || !t.Matrix:
+		return nil
+	case t.Role == "head":
 		return &m.head
-	}
-	rest, ok := strings.CutPrefix(name, "layers.")
-	if !ok {
+	case t.Layer < 0 || t.Layer >= len(m.layers):
 		return nil
 	}
-	num, rest, ok := strings.Cut(rest, ".")
-	li, err := strconv.Atoi(num)
-	if !ok || err != nil || li < 0 || li >= len(m.layers) || strconv.Itoa(li) != num {
-		return nil
-	}
-	L := &m.layers[li]
-	switch rest {
-	case "mlp.gate_proj.weight":
+	return m.layers[t.Layer].slot(t.Role)
+}
+
+// slot returns the field of L holding the matrix of role (a TensorSpec
+// role), or nil when a layer of L's kind has no such matrix.
+func (L *layer) slot(role string) *Linear {
+	switch role {
+	case "gate":
 		return &L.gate
-	case "mlp.up_proj.weight":
+	case "up":
 		return &L.up
-	case "mlp.down_proj.weight":
+	case "down":
 		return &L.down
 	}
 	if a := L.attn; a != nil {
-		switch rest {
-		case "self_attn.q_proj.weight":
+		switch role {
+		case "q":
 			return &a.q
-		case "self_attn.k_proj.weight":
+		case "k":
 			return &a.k
-		case "self_attn.v_proj.weight":
+		case "v":
 			return &a.v
-		case "self_attn.o_proj.weight":
+		case "o":
 			return &a.o
 		}
 	}
 	if d := L.gdn; d != nil {
-		switch rest {
-		case "linear_attn.in_proj_qkv.weight":
+		switch role {
+		case "qkv":
 			return &d.qkv
-		case "linear_attn.in_proj_z.weight":
+		case "z":
 			return &d.z
-		case "linear_attn.in_proj_a.weight":
+		case "a":
 			return &d.a
-		case "linear_attn.in_proj_b.weight":
+		case "b":
 			return &d.b
-		case "linear_attn.out_proj.weight":
+		case "out":
 			return &d.out
 		}
 	}

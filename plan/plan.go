@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"forge/internal/budget"
 	"forge/lut"
+	"forge/model"
 )
 
 // ErrPlan is wrapped by every error about a plan's contents.
@@ -24,12 +26,9 @@ type Spec struct {
 // Plan is a parsed plan. The zero value assigns nothing.
 type Plan struct {
 	Default  *Spec
-	Parts    map[string]Spec // by part: mlp, gdn, attn, kv, head
-	Matrices map[string]Spec // by key: "23.gate", "0.mixer", "head", …
+	Parts    map[model.Part]Spec // by part: mlp, gdn, attn, kv, head (model.QuantParts)
+	Matrices map[string]Spec     // by key: "23.gate", "0.mixer", "head", …
 }
-
-// Parts are the part names a plan may give defaults for (docs/quantization.md §4.1).
-var Parts = []string{"mlp", "gdn", "attn", "kv", "head"}
 
 type fileJSON struct {
 	Default  json.RawMessage            `json:"default"`
@@ -59,7 +58,7 @@ func Parse(b []byte) (*Plan, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPlan, err)
 	}
-	p := &Plan{Parts: map[string]Spec{}, Matrices: map[string]Spec{}}
+	p := &Plan{Parts: map[model.Part]Spec{}, Matrices: map[string]Spec{}}
 	if len(f.Default) > 0 {
 		s, err := parseSpec(f.Default)
 		if err != nil {
@@ -68,14 +67,15 @@ func Parse(b []byte) (*Plan, error) {
 		p.Default = &s
 	}
 	for k, v := range f.Parts {
-		if !validPart(k) {
-			return nil, fmt.Errorf("%w: unknown part %q (parts: %s)", ErrPlan, k, strings.Join(Parts, ", "))
+		part, ok := model.ParsePart(k)
+		if !ok || !slices.Contains(model.QuantParts, part) {
+			return nil, fmt.Errorf("%w: unknown part %q (parts: %s)", ErrPlan, k, QuantPartNames())
 		}
 		s, err := parseSpec(v)
 		if err != nil {
 			return nil, fmt.Errorf("%w: part %q: %v", ErrPlan, k, err)
 		}
-		p.Parts[k] = s
+		p.Parts[part] = s
 	}
 	for k, v := range f.Matrices {
 		if _, _, err := splitKey(k); err != nil {
@@ -90,13 +90,13 @@ func Parse(b []byte) (*Plan, error) {
 	return p, nil
 }
 
-func validPart(k string) bool {
-	for _, p := range Parts {
-		if k == p {
-			return true
-		}
+// QuantPartNames lists the parts a plan may name, comma-separated.
+func QuantPartNames() string {
+	var names []string
+	for _, p := range model.QuantParts {
+		names = append(names, string(p))
 	}
-	return false
+	return strings.Join(names, ", ")
 }
 
 func parseSpec(raw json.RawMessage) (Spec, error) {
@@ -121,10 +121,6 @@ func parseSpec(raw json.RawMessage) (Spec, error) {
 	return Spec{Format: f, Rank: o.Rank}, err
 }
 
-// matrixNames are the NAMEs of a LAYER.NAME key.
-var matrixNames = map[string]bool{"gate": true, "up": true, "down": true, "mlp": true, "mixer": true,
-	"qkv": true, "z": true, "out": true, "q": true, "k": true, "v": true, "o": true, "kv": true}
-
 // splitKey splits "23.gate" into (23, "gate"); "head" gives (-1, "head").
 func splitKey(k string) (int, string, error) {
 	if k == "head" {
@@ -135,7 +131,7 @@ func splitKey(k string) (int, string, error) {
 	if !ok || err != nil || li < 0 || strconv.Itoa(li) != num {
 		return 0, "", errors.New(`want LAYER.NAME (e.g. "23.gate") or "head"`)
 	}
-	if !matrixNames[name] {
+	if !slices.Contains(model.PlanKeys(), name) {
 		return 0, "", fmt.Errorf("unknown matrix name %q", name)
 	}
 	return li, name, nil

@@ -3,79 +3,29 @@ package plan
 import (
 	"fmt"
 	"strconv"
-	"strings"
+
+	"forge/model"
 )
 
-// Target is how a plan sees one checkpoint matrix: its layer (−1 for the
-// head), its part and the key names that select it, most specific first.
-type Target struct {
-	Layer int
-	Part  string
-	Names []string // e.g. {"k", "kv", "mixer"}
-}
-
-// TargetOf classifies a checkpoint tensor name ("layers.3.mlp.gate_proj.weight",
-// "lm_head.weight"); ok is false for tensors no plan assigns (embeddings,
-// norms, in_proj_a/b, …).
-func TargetOf(name string) (Target, bool) {
-	if name == "lm_head.weight" {
-		return Target{Layer: -1, Part: "head", Names: []string{"head"}}, true
-	}
-	rest, ok := strings.CutPrefix(name, "layers.")
-	if !ok {
-		return Target{}, false
-	}
-	num, rest, _ := strings.Cut(rest, ".")
-	li, err := strconv.Atoi(num)
-	if err != nil {
-		return Target{}, false
-	}
-	t := Target{Layer: li}
-	switch rest {
-	case "mlp.gate_proj.weight":
-		t.Part, t.Names = "mlp", []string{"gate", "mlp"}
-	case "mlp.up_proj.weight":
-		t.Part, t.Names = "mlp", []string{"up", "mlp"}
-	case "mlp.down_proj.weight":
-		t.Part, t.Names = "mlp", []string{"down", "mlp"}
-	case "linear_attn.in_proj_qkv.weight":
-		t.Part, t.Names = "gdn", []string{"qkv", "mixer"}
-	case "linear_attn.in_proj_z.weight":
-		t.Part, t.Names = "gdn", []string{"z", "mixer"}
-	case "linear_attn.out_proj.weight":
-		t.Part, t.Names = "gdn", []string{"out", "mixer"}
-	case "self_attn.q_proj.weight":
-		t.Part, t.Names = "attn", []string{"q", "mixer"}
-	case "self_attn.o_proj.weight":
-		t.Part, t.Names = "attn", []string{"o", "mixer"}
-	case "self_attn.k_proj.weight":
-		t.Part, t.Names = "kv", []string{"k", "kv", "mixer"}
-	case "self_attn.v_proj.weight":
-		t.Part, t.Names = "kv", []string{"v", "kv", "mixer"}
-	default:
-		return Target{}, false
-	}
-	return t, true
-}
-
-// key is the matrix key of name n in t's layer.
-func (t Target) key(n string) string {
-	if t.Layer < 0 {
+// key is the plan key of name n (a TensorSpec key) for a matrix of layer
+// li: "23.gate", or the bare name outside the layers ("head").
+func key(li int, n string) string {
+	if li < 0 {
 		return n
 	}
-	return strconv.Itoa(t.Layer) + "." + n
+	return strconv.Itoa(li) + "." + n
 }
 
 // Resolve returns the spec the plan assigns to the checkpoint matrix name
 // (most specific entry first: matrix keys, then the part default, then
 // "default") and whether any entry applies. A nil Plan assigns nothing.
 func (p *Plan) Resolve(name string) (Spec, bool) {
-	t, ok := TargetOf(name)
-	if !ok || p == nil {
+	t, ok := model.Lookup(name)
+	if !ok || p == nil || !t.Quantizable {
 		return Spec{}, false
 	}
-	for _, n := range t.Names {
-		if s, ok := p.Matrices[t.key(n)]; ok {
+	for _, n := range t.Keys {
+		if s, ok := p.Matrices[key(t.Layer, n)]; ok {
 			return s, true
 		}
 	}
@@ -96,9 +46,9 @@ func (p *Plan) Check(names []string) error {
 	}
 	used := map[string]bool{}
 	for _, name := range names {
-		if t, ok := TargetOf(name); ok {
-			for _, n := range t.Names {
-				used[t.key(n)] = true
+		if t, ok := model.Lookup(name); ok && t.Quantizable {
+			for _, n := range t.Keys {
+				used[key(t.Layer, n)] = true
 			}
 		}
 	}

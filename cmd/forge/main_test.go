@@ -52,7 +52,7 @@ func TestInspectJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatal(err, out)
 	}
-	if v.Params != 8_419_592 || v.Layers != 8 || len(v.Parts) != 6 {
+	if v.Params != 8_419_592 || v.Layers != 8 || len(v.Parts) != 7 || v.Parts[2].Part != "gdn" || v.Parts[2].Params != 1_099_776 {
 		t.Errorf("%+v", v)
 	}
 	table, err := run(t, "inspect", tiny)
