@@ -169,3 +169,32 @@ func BenchmarkLUTMulCache(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLUTMulConcurrent runs 4096×4096 LUT4 products (T = 1, weights
+// from DRAM as in BenchmarkLUTMul) from 1 and from 2 goroutines at once,
+// sharing the default worker pool, and reports the total products per
+// second (mul/s): the pool shares its workers between concurrent callers
+// (issue 11's aim: two streams ≥ 1.6× one).
+func BenchmarkLUTMulConcurrent(b *testing.B) {
+	f := mustFormat(b, "LUT4 per-tensor + pcs")
+	const out, in = 4096, 4096
+	ms := benchMatrices(b, f, out, in)
+	for _, streams := range []int{1, 2} {
+		b.Run(fmt.Sprintf("LUT4/%dx%d/streams=%d", out, in, streams), func(b *testing.B) {
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for s := range streams {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					x, dst := randomX(1, in, uint64(s)), tensor.New(1, out)
+					for i := range b.N {
+						ms[(i*streams+s)%len(ms)].Mul(dst, x)
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(streams*b.N)/b.Elapsed().Seconds(), "mul/s")
+		})
+	}
+}

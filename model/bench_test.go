@@ -63,6 +63,45 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeConcurrent decodes from 1 and from 2 goroutines at once,
+// each with its own State of one shared Model, and reports the total
+// tokens per second: concurrent users share the default worker pool
+// (issue 11's aim: two streams ≥ 1.6× one).
+func BenchmarkDecodeConcurrent(b *testing.B) {
+	for _, name := range []string{"forge-tiny", "synth-1.4b"} {
+		dir, ok := benchModels(b)[name]
+		if !ok {
+			continue
+		}
+		m := loadModel(b, dir)
+		for _, streams := range []int{1, 2} {
+			b.Run(name+"/streams="+strconv.Itoa(streams), func(b *testing.B) {
+				states := make([]*model.State, streams)
+				for i := range states {
+					states[i] = m.NewState()
+					states[i].Reserve(b.N + 64)
+					m.Forward(states[i], []int{1, 2, 3, 4})
+				}
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				for _, s := range states {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						tok := []int{5}
+						for i := range b.N {
+							tok[0] = (i * 7919) % m.Config().Vocab
+							m.Forward(s, tok)
+						}
+					}()
+				}
+				wg.Wait()
+				b.ReportMetric(float64(streams*b.N)/b.Elapsed().Seconds(), "tok/s")
+			})
+		}
+	}
+}
+
 func BenchmarkPrefill(b *testing.B) {
 	for _, name := range []string{"forge-tiny", "synth-1.4b"} {
 		dir, ok := benchModels(b)[name]
