@@ -125,18 +125,6 @@ func (c *CompareCmd) Run(ctx context.Context) error {
 	return err
 }
 
-// positive refuses flag values ≤ 0: pairs of a flag name and its value.
-// (Zero means "the default" in the forge package's configs; on the command
-// line the defaults are already filled in, so a 0 there is a mistake.)
-func positive(pairs ...any) error {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if v := pairs[i+1].(int); v <= 0 {
-			return fmt.Errorf("%s %d: want a positive number", pairs[i], v)
-		}
-	}
-	return nil
-}
-
 // Help shows the default command's usage under `forge eval --help`, where
 // kong lists only the subcommands.
 func (*EvalGroup) Help() string {

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"text/tabwriter"
 
 	"forge"
 	"forge/internal/progress"
+	"forge/internal/table"
 )
 
 // PPLCmd is `forge ppl`.
@@ -30,16 +29,14 @@ func (c *PPLCmd) Run(ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		e := json.NewEncoder(os.Stdout)
-		e.SetIndent("", "  ")
-		return e.Encode(rep)
+		return printJSON(rep)
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "model\t%s\n", rep.Model)
-	fmt.Fprintf(tw, "data\t%s (%d windows of %d tokens)\n", rep.Data, rep.Windows, rep.Ctx)
-	fmt.Fprintf(tw, "tokens scored\t%d\n", rep.Scored)
-	fmt.Fprintf(tw, "mean NLL\t%.4f nats\n", rep.MeanNLL)
-	fmt.Fprintf(tw, "perplexity\t%.4f\n", rep.PPL)
-	fmt.Fprintf(tw, "speed\t%.0f tokens/s (%.1f s)\n", rep.TokensPerSec, rep.Seconds)
-	return tw.Flush()
+	t := &table.Table{}
+	t.Row("model", rep.Model)
+	t.Row("data", fmt.Sprintf("%s (%d windows of %d tokens)", rep.Data, rep.Windows, rep.Ctx))
+	t.Row("tokens scored", rep.Scored)
+	t.Row("mean NLL", fmt.Sprintf("%.4f nats", rep.MeanNLL))
+	t.Row("perplexity", fmt.Sprintf("%.4f", rep.PPL))
+	t.Row("speed", fmt.Sprintf("%.0f tokens/s (%.1f s)", rep.TokensPerSec, rep.Seconds))
+	return t.Write(os.Stdout)
 }

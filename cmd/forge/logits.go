@@ -2,35 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"forge"
-	"forge/checkpoint"
-	"forge/internal/budget"
 	"forge/internal/progress"
 	"forge/tokenizer"
 )
-
-// InspectCmd is `forge inspect MODEL_DIR`.
-type InspectCmd struct {
-	Model string `arg:"" type:"existingdir" help:"Checkpoint or bundle directory."`
-	JSON  bool   `name:"json" help:"Print JSON instead of a table."`
-}
-
-func (c *InspectCmd) Run() error {
-	in, err := forge.Inspect(c.Model)
-	if err != nil {
-		return err
-	}
-	if c.JSON {
-		e := json.NewEncoder(os.Stdout)
-		e.SetIndent("", "  ")
-		return e.Encode(in)
-	}
-	return in.WriteTable(os.Stdout)
-}
 
 // LogitsCmd is `forge logits`.
 type LogitsCmd struct {
@@ -60,20 +37,4 @@ func (c *LogitsCmd) Run(ctx context.Context) error {
 			i, s.Tokens, s.Seconds, float64(s.Tokens)/s.Seconds, s.NextID, text, s.NextP)
 	}
 	return nil
-}
-
-// SynthCmd is `forge synth`.
-type SynthCmd struct {
-	Config string `required:"" type:"existingfile" help:"HF config.json of the model to synthesise."`
-	Out    string `required:"" help:"Output directory (must not exist)."`
-	Seed   uint64 `default:"0" help:"Random seed."`
-}
-
-func (c *SynthCmd) Run(ctx context.Context) error {
-	raw, err := budget.ReadFile(c.Config, budget.MaxConfigFile)
-	if err != nil {
-		return err
-	}
-	opt := checkpoint.SynthOptions{Seed: c.Seed, Version: forge.Version, Progress: progress.New("synth", true).Set}
-	return checkpoint.Synth(ctx, raw, c.Out, opt)
 }
