@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
+
+	"forge/internal/units"
 )
 
 // compareColumn is one column of the comparison table.
@@ -59,13 +61,13 @@ func formatKL(x float64) string {
 	return fmt.Sprintf("%.4f", x)
 }
 
-// formatBytes writes n as the eval report does (humanBytes: binary
-// units), "–" for 0 (not reported).
+// formatBytes writes n as the eval report does (units.BytesPrecise:
+// binary units), "–" for 0 (not reported).
 func formatBytes(n int64) string {
 	if n <= 0 {
 		return none
 	}
-	return humanBytes(n)
+	return units.BytesPrecise(n)
 }
 
 // formatPositive formats x with format, or "–" when x is 0 (not reported).
