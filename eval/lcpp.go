@@ -135,7 +135,7 @@ func LCPPLogProb(scale, minLogProb float32, q uint16) float32 {
 // LCPPPosition is one scored position: the candidate Q's logits against the
 // base B's stored distribution, for the observed next token.
 type LCPPPosition struct {
-	NLL     float64 // nll_Q = logsumexp(z) − z[tok]
+	NLL     float64 // nll_Q = logsumexp(z) − z[tok] (NLL)
 	NLLBase float64 // nll_B = −log p_B[tok], from the decoded base
 	KLD     float64 // Σ_{i: log p_B,i > −16} p_B,i (log p_B,i − log q_i); may be slightly negative
 	DeltaP  float64 // Δp = exp(−nll_Q) − exp(−nll_B)
@@ -153,18 +153,8 @@ func LCPPScore(z []float32, codes []uint16, scale, minLogProb float32, tok int) 
 	if len(codes) != len(z) || tok < 0 || tok >= len(z) {
 		panic(fmt.Sprintf("eval.LCPPScore: %d codes for %d logits, token %d", len(codes), len(z), tok))
 	}
-	imax := 0
-	for i, v := range z {
-		if v > z[imax] {
-			imax = i
-		}
-	}
-	maxZ := float64(z[imax])
-	var sum float64
-	for _, v := range z {
-		sum += math.Exp(float64(v) - maxZ)
-	}
-	logZ := maxZ + math.Log(sum) // logsumexp(z)
+	imax := Argmax(z)
+	logZ := LogSumExp(z)
 	var p LCPPPosition
 	p.NLL = logZ - float64(z[tok])
 	p.NLLBase = -float64(LCPPLogProb(scale, minLogProb, codes[tok]))
