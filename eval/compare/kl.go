@@ -1,4 +1,4 @@
-package eval
+package compare
 
 import (
 	"fmt"
@@ -8,19 +8,19 @@ import (
 	"forge/internal/npy"
 )
 
-// ReadKLNPY reads a per-position KL array: an NPY file (package
+// ReadKL reads a per-position KL array: an NPY file (package
 // internal/npy parses it) holding a 1-D little-endian float32 ("<f4")
 // array, or float64 ("<f8"), which is narrowed to float32, of finite
-// values. Errors name the file and the problem and wrap ErrCompareInput
+// values. Errors name the file and the problem and wrap ErrInput
 // (and npy's sentinels) for a file that is not such an array.
-func ReadKLNPY(path string) ([]float32, error) {
+func ReadKL(path string) ([]float32, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("KL file %s: %w", path, err)
 	}
 	kl, err := parseKL(data)
 	if err != nil {
-		return nil, fmt.Errorf("KL file %s: %w: %w", path, err, ErrCompareInput)
+		return nil, fmt.Errorf("KL file %s: %w: %w", path, err, ErrInput)
 	}
 	return kl, nil
 }
