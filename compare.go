@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"forge/eval"
+	"forge/eval/compare"
 	"forge/internal/durable"
 	"forge/internal/outpath"
 )
@@ -36,10 +36,10 @@ type CompareConfig struct {
 // definition to cfg.Out (runs of different definitions are never compared
 // with each other, docs/quantization.md §7: a warning says the set was split),
 // writes the same tables as Markdown to OUTDIR/compare.md, and plots KL
-// (eval.Comparison.Plot: CDF, along the trace, per ablation) as PNG and
+// (compare.Set.Plot: CDF, along the trace, per ablation) as PNG and
 // SVG into OUTDIR.
-func Compare(ctx context.Context, cfg CompareConfig) (*eval.Comparison, error) {
-	c, err := eval.LoadComparison(cfg.Reports, cfg.KL)
+func Compare(ctx context.Context, cfg CompareConfig) (*compare.Set, error) {
+	c, err := compare.Load(cfg.Reports, cfg.KL)
 	if err != nil {
 		return nil, err
 	}
@@ -92,9 +92,9 @@ func Compare(ctx context.Context, cfg CompareConfig) (*eval.Comparison, error) {
 }
 
 // compareTargets lists every file Compare may write into dir: compare.md
-// and each plot's PNG and SVG (eval.Comparison.Plot names them, with a
+// and each plot's PNG and SVG (compare.Set.Plot names them, with a
 // -gN suffix per definition group when there are several).
-func compareTargets(c *eval.Comparison, dir, md string) []outpath.Target {
+func compareTargets(c *compare.Set, dir, md string) []outpath.Target {
 	ts := []outpath.Target{{Path: md, Owned: outpath.ForgeMarkdown}}
 	for i := range c.Groups {
 		suffix := ""
@@ -110,7 +110,7 @@ func compareTargets(c *eval.Comparison, dir, md string) []outpath.Target {
 }
 
 // hasAblation reports whether any run of c quantized only some parts or layers.
-func hasAblation(c *eval.Comparison) bool {
+func hasAblation(c *compare.Set) bool {
 	for _, r := range c.Runs {
 		if r.Ablation() {
 			return true

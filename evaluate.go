@@ -10,6 +10,7 @@ import (
 	"forge/checkpoint"
 	"forge/eval"
 	"forge/internal/durable"
+	"forge/internal/npy"
 	"forge/internal/outpath"
 	"forge/model"
 )
@@ -150,7 +151,7 @@ func openCandidate(cfg EvalConfig) (*candidate, error) {
 // writeReport writes the files cfg asks for, each atomically.
 func writeReport(cfg EvalConfig, rep *eval.Report) error {
 	if cfg.KLOut != "" {
-		if err := eval.WriteNPY(cfg.KLOut, rep.KL); err != nil {
+		if err := npy.WriteFloat32(cfg.KLOut, rep.KL); err != nil {
 			return err
 		}
 	}

@@ -35,7 +35,7 @@ func traceTiny(t *testing.T, topK int) string {
 	return out
 }
 
-// readNPY reads a 1-D float32 NPY v1 file as EncodeNPY writes it.
+// readNPY reads a 1-D float32 NPY v1 file as npy.EncodeFloat32 writes it.
 func readNPY(t *testing.T, path string) []float32 {
 	t.Helper()
 	b, err := os.ReadFile(path)

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"forge/bundle"
+	"forge/internal/units"
 	"forge/lut"
 	"forge/model"
 )
@@ -210,15 +211,15 @@ func (in *Inspection) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "part\tparams\tbytes\tbpw\tshare\t%s\n", map[bool]string{true: "ANE", false: ""}[in.Bundle])
 	for _, p := range in.Parts {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f%%\t%s\n", p.Part, p.Params, humanBytes(p.Bytes), p.BPW, 100*float64(p.Bytes)/float64(max(in.Bytes, 1)), p.ANE)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f%%\t%s\n", p.Part, p.Params, units.BytesPrecise(p.Bytes), p.BPW, 100*float64(p.Bytes)/float64(max(in.Bytes, 1)), p.ANE)
 	}
-	fmt.Fprintf(tw, "total\t%d\t%s\t%.3f\t100.0%%\t\n", in.Params, humanBytes(in.Bytes), 8*float64(in.Bytes)/float64(max(in.Params, 1)))
+	fmt.Fprintf(tw, "total\t%d\t%s\t%.3f\t100.0%%\t\n", in.Params, units.BytesPrecise(in.Bytes), 8*float64(in.Bytes)/float64(max(in.Params, 1)))
 	if err := tw.Flush(); err != nil || len(in.Matrices) == 0 {
 		return err
 	}
 	fmt.Fprintf(tw, "\nmatrix\tformat\tshape\tbytes\tbpw\tANE\t\n")
 	for _, m := range in.Matrices {
-		fmt.Fprintf(tw, "%s\t%s\t%dx%d\t%s\t%.3f\t%s\t\n", m.Name, m.Format, m.Shape[0], m.Shape[1], humanBytes(m.Bytes), m.BPW, m.Placement)
+		fmt.Fprintf(tw, "%s\t%s\t%dx%d\t%s\t%.3f\t%s\t\n", m.Name, m.Format, m.Shape[0], m.Shape[1], units.BytesPrecise(m.Bytes), m.BPW, m.Placement)
 	}
 	return tw.Flush()
 }
@@ -234,16 +235,4 @@ func layerPattern(kinds []string) string {
 		}
 	}
 	return b.String()
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -15,7 +15,7 @@ import (
 
 	"forge/bundle"
 	"forge/checkpoint"
-	"forge/eval"
+	"forge/eval/lcpp"
 	"forge/internal/budget"
 	"forge/internal/durable"
 	"forge/internal/outpath"
@@ -58,11 +58,11 @@ type LCPPEvalConfig struct {
 // least 2·n_ctx tokens are needed), each window evaluated from an empty
 // state with its first token replaced by BOS when one is added, and the
 // logits of positions n_ctx/2 … n_ctx−2 stored compressed to uint16
-// (eval.LCPPCompress). The file is written atomically.
+// (lcpp.Compress). The file is written atomically.
 func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
 	nCtx := cfg.Ctx
 	if nCtx == 0 {
-		nCtx = eval.LCPPDefaultCtx
+		nCtx = lcpp.DefaultCtx
 	}
 	if err := checkOutputs(cfg.Overwrite, []string{cfg.Model, cfg.Data}, outpath.Target{Path: cfg.Out,
 		Owned: func(p string) bool { return outpath.ForgeSafetensors(p) || outpath.LlamaCppBase(p) }}); err != nil {
@@ -85,7 +85,7 @@ func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
 		tokens = append(tokens, bos)
 	}
 	tokens = tok.EncodeAppend(tokens, string(text))
-	nChunk, err := eval.LCPPChunks(len(tokens), nCtx)
+	nChunk, err := lcpp.Chunks(len(tokens), nCtx)
 	if err != nil {
 		return fmt.Errorf("lcpp trace %s: %w", cfg.Data, err)
 	}
@@ -106,26 +106,26 @@ func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
 	if err != nil {
 		return err
 	}
-	format := eval.LCPPForge
+	format := lcpp.Forge
 	if cfg.LlamaCpp {
-		format = eval.LCPPLlamaCpp
+		format = lcpp.LlamaCpp
 	}
-	w, err := eval.CreateLCPPBase(cfg.Out, eval.LCPPHeader{NCtx: nCtx, NVocab: vocab, NChunk: nChunk,
+	w, err := lcpp.Create(cfg.Out, lcpp.Header{NCtx: nCtx, NVocab: vocab, NChunk: nChunk,
 		Tokens: tokens, BOS: bos, Meta: meta}, format)
 	if err != nil {
 		return err
 	}
 	defer w.Abort()
-	first, scored := eval.LCPPScored(nCtx)
+	first, scored := lcpp.Scored(nCtx)
 	st := m.NewState()
-	var win eval.LCPPBaseWindow
+	var win lcpp.BaseWindow
 	win.Resize(scored, vocab)
 	var window []int
 	for i := range nChunk {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		window = eval.LCPPWindow(window, tokens, nCtx, i, bos)
+		window = lcpp.Window(window, tokens, nCtx, i, bos)
 		lg, err := lcppForward(ctx, m, st, window)
 		if err != nil {
 			return fmt.Errorf("lcpp trace: window %d: %w", i, err)
@@ -150,23 +150,23 @@ func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
 // each stored window, its first token replaced by BOS when the candidate's
 // tokenizer adds one, is evaluated from an empty state, and every scored
 // position is compared with the stored base distribution
-// (eval.LCPPScore). It refuses a base whose vocabulary size differs from
+// (lcpp.Score). It refuses a base whose vocabulary size differs from
 // the candidate's, whose n_ctx differs from cfg.Ctx (when set), whose
 // recorded BOS rule differs from the candidate's, or which is incomplete.
 // The report is printed to cfg.Out as llama.cpp prints it and, with
 // cfg.JSON, written there as JSON.
-func EvalLCPP(ctx context.Context, cfg LCPPEvalConfig) (*eval.LCPPReport, error) {
+func EvalLCPP(ctx context.Context, cfg LCPPEvalConfig) (*lcpp.Report, error) {
 	if err := checkOutputs(cfg.Overwrite, []string{cfg.Trace, cfg.Model}, outpath.Target{Path: cfg.JSON, Owned: outpath.ForgeJSON}); err != nil {
 		return nil, fmt.Errorf("lcpp eval: %w", err)
 	}
-	base, err := eval.OpenLCPPBase(cfg.Trace)
+	base, err := lcpp.Open(cfg.Trace)
 	if err != nil {
 		return nil, err
 	}
 	defer base.Close()
 	if cfg.Ctx != 0 && cfg.Ctx != base.NCtx {
 		return nil, fmt.Errorf("%w: %s was computed with n_ctx %d, not the requested %d",
-			eval.ErrLCPPMismatch, cfg.Trace, base.NCtx, cfg.Ctx)
+			lcpp.ErrMismatch, cfg.Trace, base.NCtx, cfg.Ctx)
 	}
 	tok, err := tokenizer.Load(cfg.Model)
 	if err != nil {
@@ -176,9 +176,9 @@ func EvalLCPP(ctx context.Context, cfg LCPPEvalConfig) (*eval.LCPPReport, error)
 	if err != nil {
 		return nil, err
 	}
-	if base.BOS != eval.LCPPBOSUnknown && base.BOS != bos {
+	if base.BOS != lcpp.BOSUnknown && base.BOS != bos {
 		return nil, fmt.Errorf("%w: %s began each window with %s, the tokenizer of %s with %s",
-			eval.ErrLCPPMismatch, cfg.Trace, bosText(base.BOS), cfg.Model, bosText(bos))
+			lcpp.ErrMismatch, cfg.Trace, bosText(base.BOS), cfg.Model, bosText(bos))
 	}
 	m, src, err := loadModel(cfg.Model)
 	if err != nil {
@@ -187,9 +187,9 @@ func EvalLCPP(ctx context.Context, cfg LCPPEvalConfig) (*eval.LCPPReport, error)
 	defer src.Close()
 	if v := m.Config().Vocab; v != base.NVocab {
 		return nil, fmt.Errorf("%w: inconsistent vocabulary: %s has n_vocab %d, the model %s %d",
-			eval.ErrLCPPMismatch, cfg.Trace, base.NVocab, cfg.Model, v)
+			lcpp.ErrMismatch, cfg.Trace, base.NVocab, cfg.Model, v)
 	}
-	var stats eval.LCPPStats
+	var stats lcpp.Stats
 	if err := lcppScore(ctx, m, base, bos, &stats, cfg.Progress); err != nil {
 		return nil, err
 	}
@@ -214,13 +214,13 @@ func EvalLCPP(ctx context.Context, cfg LCPPEvalConfig) (*eval.LCPPReport, error)
 
 // lcppScore evaluates every window of base and adds its scored positions
 // to stats, one chunk row per window.
-func lcppScore(ctx context.Context, m *model.Model, base *eval.LCPPBase, bos int, stats *eval.LCPPStats,
+func lcppScore(ctx context.Context, m *model.Model, base *lcpp.Base, bos int, stats *lcpp.Stats,
 	progress func(done, total int64)) error {
-	first, scored := eval.LCPPScored(base.NCtx)
+	first, scored := lcpp.Scored(base.NCtx)
 	st := m.NewState()
-	var win eval.LCPPBaseWindow
+	var win lcpp.BaseWindow
 	var window []int
-	pos := make([]eval.LCPPPosition, scored)
+	pos := make([]lcpp.Position, scored)
 	for i := range base.NChunk {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -228,7 +228,7 @@ func lcppScore(ctx context.Context, m *model.Model, base *eval.LCPPBase, bos int
 		if err := base.ReadWindow(i, &win); err != nil {
 			return err
 		}
-		window = eval.LCPPWindow(window, base.Tokens, base.NCtx, i, bos)
+		window = lcpp.Window(window, base.Tokens, base.NCtx, i, bos)
 		lg, err := lcppForward(ctx, m, st, window)
 		if err != nil {
 			return fmt.Errorf("lcpp eval: window %d: %w", i, err)
@@ -237,7 +237,7 @@ func lcppScore(ctx context.Context, m *model.Model, base *eval.LCPPBase, bos int
 		tensor.Parallel(scored, func(lo, hi int) {
 			for j := lo; j < hi; j++ {
 				codes, scale, mlp := win.Row(j)
-				pos[j] = eval.LCPPScore(lg.Row(first+j), codes, scale, mlp, next[j])
+				pos[j] = lcpp.Score(lg.Row(first+j), codes, scale, mlp, next[j])
 			}
 		})
 		for _, p := range pos {

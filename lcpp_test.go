@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"forge/eval"
+	"forge/eval/lcpp"
 	"forge/tokenizer"
 )
 
@@ -77,7 +77,7 @@ func TestLCPPForgeTiny(t *testing.T) {
 		t.Errorf("self comparison: same top %.4f", self.SameTop.Value)
 	}
 	lcppCheckPrinted(t, printed.String())
-	var fromJSON eval.LCPPReport
+	var fromJSON lcpp.Report
 	if err := json.Unmarshal(lcppRead(t, jsonPath), &fromJSON); err != nil || fromJSON.N != self.N || fromJSON.KLD != self.KLD {
 		t.Errorf("JSON report: %v, N %d", err, fromJSON.N)
 	}
@@ -163,19 +163,19 @@ func TestLCPPRefusals(t *testing.T) {
 	short := filepath.Join(dir, "short.txt")
 	os.WriteFile(short, []byte("func main() { println(\"hello\") }\n"), 0o644)
 	err := TraceLCPP(ctx, LCPPTraceConfig{Model: tiny, Data: short, Out: filepath.Join(dir, "x"), Ctx: lcppCtx})
-	if !errors.Is(err, eval.ErrLCPPShort) || !strings.Contains(err.Error(), short) {
+	if !errors.Is(err, lcpp.ErrShort) || !strings.Contains(err.Error(), short) {
 		t.Errorf("short text: %v", err)
 	}
 
 	// Small synthetic bases: n_ctx 8, 2 windows, zero codes.
-	mk := func(name string, vocab, bos int, f eval.LCPPFormat) string {
-		h := eval.LCPPHeader{NCtx: 8, NVocab: vocab, NChunk: 2, Tokens: make([]int, 16), BOS: bos}
+	mk := func(name string, vocab, bos int, f lcpp.Format) string {
+		h := lcpp.Header{NCtx: 8, NVocab: vocab, NChunk: 2, Tokens: make([]int, 16), BOS: bos}
 		path := filepath.Join(dir, name)
-		w, err := eval.CreateLCPPBase(path, h, f)
+		w, err := lcpp.Create(path, h, f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var win eval.LCPPBaseWindow
+		var win lcpp.BaseWindow
 		win.Resize(h.Scored(), vocab)
 		for range 2 {
 			if err := w.WriteWindow(&win); err != nil {
@@ -188,11 +188,11 @@ func TestLCPPRefusals(t *testing.T) {
 		return path
 	}
 	const vocab = 4160 // forge-tiny's
-	good := mk("good.safetensors", vocab, -1, eval.LCPPForge)
+	good := mk("good.safetensors", vocab, -1, lcpp.Forge)
 	truncated := filepath.Join(dir, "truncated.safetensors")
 	data := lcppRead(t, good)
 	os.WriteFile(truncated, data[:len(data)-100], 0o644)
-	goodBin := mk("good.kld", vocab, -1, eval.LCPPLlamaCpp)
+	goodBin := mk("good.kld", vocab, -1, lcpp.LlamaCpp)
 	truncatedBin := filepath.Join(dir, "truncated.kld")
 	data = lcppRead(t, goodBin)
 	os.WriteFile(truncatedBin, data[:len(data)-100], 0o644)
@@ -203,13 +203,13 @@ func TestLCPPRefusals(t *testing.T) {
 		kind  error
 		words string
 	}{
-		{"vocabulary", LCPPEvalConfig{Trace: mk("v512", 512, -1, eval.LCPPForge), Model: tiny}, eval.ErrLCPPMismatch, "n_vocab 512"},
-		{"vocabulary, llama.cpp layout", LCPPEvalConfig{Trace: mk("v512.kld", 512, -1, eval.LCPPLlamaCpp), Model: tiny},
-			eval.ErrLCPPMismatch, "inconsistent vocabulary"},
-		{"n_ctx", LCPPEvalConfig{Trace: good, Model: tiny, Ctx: 512}, eval.ErrLCPPMismatch, "n_ctx 8"},
-		{"BOS rule", LCPPEvalConfig{Trace: mk("bos", vocab, 5, eval.LCPPForge), Model: tiny}, eval.ErrLCPPMismatch, "BOS 5"},
-		{"truncated", LCPPEvalConfig{Trace: truncated, Model: tiny}, eval.ErrLCPPBase, truncated},
-		{"truncated, llama.cpp layout", LCPPEvalConfig{Trace: truncatedBin, Model: tiny}, eval.ErrLCPPBase, "truncated"},
+		{"vocabulary", LCPPEvalConfig{Trace: mk("v512", 512, -1, lcpp.Forge), Model: tiny}, lcpp.ErrMismatch, "n_vocab 512"},
+		{"vocabulary, llama.cpp layout", LCPPEvalConfig{Trace: mk("v512.kld", 512, -1, lcpp.LlamaCpp), Model: tiny},
+			lcpp.ErrMismatch, "inconsistent vocabulary"},
+		{"n_ctx", LCPPEvalConfig{Trace: good, Model: tiny, Ctx: 512}, lcpp.ErrMismatch, "n_ctx 8"},
+		{"BOS rule", LCPPEvalConfig{Trace: mk("bos", vocab, 5, lcpp.Forge), Model: tiny}, lcpp.ErrMismatch, "BOS 5"},
+		{"truncated", LCPPEvalConfig{Trace: truncated, Model: tiny}, lcpp.ErrBase, truncated},
+		{"truncated, llama.cpp layout", LCPPEvalConfig{Trace: truncatedBin, Model: tiny}, lcpp.ErrBase, "truncated"},
 	} {
 		if _, err := EvalLCPP(ctx, c.cfg); !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.words) {
 			t.Errorf("%s: %v; want %v mentioning %q", c.name, err, c.kind, c.words)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"forge/eval"
 	"forge/internal/budget"
 	"forge/internal/outpath"
 	"forge/safetensors"
@@ -120,28 +121,14 @@ func Logits(ctx context.Context, cfg LogitsConfig) (*LogitsReport, error) {
 			return nil, fmt.Errorf("logits: sequence %d: %w", i, err)
 		}
 		sr := SequenceReport{Tokens: len(s), Seconds: time.Since(start).Seconds()}
-		sr.NextID, sr.NextP = argmaxProb(last)
+		sr.NextID = eval.Argmax(last)
+		sr.NextP = math.Exp(-eval.NLL(last, sr.NextID))
 		rep.Sequences = append(rep.Sequences, sr)
 		if err := w.WriteTensor(infos[2*i+1].Name, int32Bytes(s)); err != nil {
 			return nil, err
 		}
 	}
 	return rep, w.Close()
-}
-
-// argmaxProb returns the argmax of logits and its softmax probability.
-func argmaxProb(logits []float32) (int, float64) {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
-		}
-	}
-	var z float64
-	for _, v := range logits {
-		z += math.Exp(float64(v - logits[best]))
-	}
-	return best, 1 / z
 }
 
 // appendF32 appends v as little-endian float32 bytes.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"forge/calib"
+	"forge/eval"
 	"forge/model"
 	"forge/tensor"
 	"forge/tokenizer"
@@ -136,23 +137,9 @@ func windowNLL(ctx context.Context, m *model.Model, st *model.State, toks []int)
 	var sum float64
 	err := m.Prefill(ctx, st, toks, chunk, func(lo int, lg *tensor.Matrix) error {
 		for t := lo; t < lo+lg.Rows && t+1 < len(toks); t++ {
-			sum += tokenNLL(lg.Row(t-lo), toks[t+1])
+			sum += eval.NLL(lg.Row(t-lo), toks[t+1])
 		}
 		return nil
 	})
 	return sum, err
-}
-
-// tokenNLL returns −log softmax(z)[y] = logsumexp(z) − z[y], in float64 with
-// the maximum subtracted first.
-func tokenNLL(z []float32, y int) float64 {
-	mx := z[0]
-	for _, v := range z {
-		mx = max(mx, v)
-	}
-	var s float64
-	for _, v := range z {
-		s += math.Exp(float64(v - mx))
-	}
-	return math.Log(s) + float64(mx) - float64(z[y])
 }

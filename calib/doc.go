@@ -26,7 +26,7 @@
 // line's tools, tool-call arguments parsed from JSON strings (ChatOptions.ParseArguments) and
 // no generation prompt, and the rendering is encoded with its special tokens recognized.
 //
-// Pre-tokenized files (.json, text.go; .npy, npy.go, whose header is parsed here) give rows as
+// Pre-tokenized files (.json, text.go; .npy, npy.go, parsed by package internal/npy) give rows as
 // they are; a positive Options.Seq keeps the first Seq tokens of longer rows and rejects
 // shorter ones.
 //

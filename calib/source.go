@@ -159,7 +159,7 @@ func fileRows(path string, kind Kind, data []byte, tok *tokenizer.Tokenizer, seq
 		}
 	case NPY:
 		var err error
-		if rows, err = parseNPY(data); err != nil {
+		if rows, err = npyRows(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}

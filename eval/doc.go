@@ -19,10 +19,11 @@
 // and Summarize (report.go) reduces them to a Report: mean ± standard
 // error, percentiles by llama.cpp's rule (Percentile), top-1 agreement,
 // perplexities and Δp statistics. The per-position KL can be written as a
-// float32 .npy (npy.go), 1-D in trace order; the Report (and its JSON)
-// lays it out in rows: row_positions, the scored positions of each row,
-// and sources, the data files the rows came from in order with their row
-// counts (from the trace's recipe; Trace.RowPositions, Trace.Sources). A
+// float32 .npy (package internal/npy), 1-D in trace order; the Report
+// (and its JSON) lays it out in rows: row_positions, the scored positions
+// of each row, and sources, the data files the rows came from in order
+// with their row counts (from the trace's recipe; Trace.RowPositions,
+// Trace.Sources; CheckRowLayout checks them in a report read back). A
 // trace says which definition it holds; results of different definitions
 // are not comparable.
 //
@@ -79,29 +80,24 @@
 // in memory; Score maps the file and decodes one position at a time per
 // worker.
 //
-// # llama.cpp-compatible mode
+// # Log-probabilities
 //
-// lcpp*.go implement llama-perplexity --kl-divergence as docs/quantization.md §7.3
-// defines it: windows of n_ctx tokens (BOS replacing the first when the
-// tokenizer config adds one), only the second half scored, the base's
-// logits stored as uint16 (LCPPCompress), KL over base log-probs > −16,
-// and every statistic llama.cpp prints, with its uncertainty, in the same
-// order and wording (LCPPReport.Print). Bases are forge safetensors files
-// or llama.cpp's own binary --kl-divergence-base files (both read and
-// written). Forge's layout (lcpp_version 2, lcpp_file.go) stores a CRC-32C
-// of the tokens and of each window, verified at open and by ReadWindow;
-// version 1 files, without them, are still read. llama.cpp's binary layout
-// has no checksum and cannot gain one: llama-perplexity reads exactly its
-// bytes. Its numbers use llama.cpp's definition and are not compared with
-// the "full" or "top-K+tail" ones.
+// logprob.go holds forge's one log-softmax, used by Record, Score,
+// eval/lcpp and the root's ppl and logits, in float64 with the maximum m
+// subtracted first:
 //
-// # Comparisons and plots
+//	LogSumExp(z)       L = m + log Σ_i exp(z_i − m)
+//	LogSoftmax(dst, z) dst[i] = float32(z_i − L), returns L
+//	NLL(z, y)          L − z_y = −log softmax(z)_y
+//	Argmax(x)          the index of the largest value, the first on ties
 //
-// compare*.go and plot.go set Reports (their JSON) side by side, grouped by
-// definition, as a terminal or Markdown table, and draw with gonum/plot
-// (PNG and SVG): the KL CDF of each run, KL by position within a row (one
-// panel per data source, per run the mean over rows with a ± s.e. band;
-// plot_rows.go; reports without row_positions fall back to KL along the
-// trace, with a note), and for ablations the mean and p99 KL per part or
-// layer band.
+// and the KL of full and top-K+tail traces (KLFull, KLTopK).
+//
+// # Related packages
+//
+// eval/lcpp implements llama.cpp's --kl-divergence mode (its own windows,
+// uint16 base files in forge's and llama.cpp's layouts, and llama.cpp's
+// statistics and printout; docs/quantization.md §7.3). eval/compare sets
+// Reports (their JSON) side by side as tables and plots; it is the only
+// package importing gonum.org/v1/plot, so eval itself carries no plotting.
 package eval

@@ -15,16 +15,14 @@ import (
 // bounds the tail term at p_tail·(log p_tail + 69.08).
 const TailFloor = 1e-30
 
-// logSoftmax writes the log-softmax of the logits z to dst and returns
-// the log-partition L:
+// LogSumExp returns the log-partition of softmax(z), len(z) ≥ 1:
 //
-//	L = m + log Σ_i exp(z_i − m)   (m = max_i z_i, in float64)
-//	dst[i] = float32(z_i − L)
+//	L = m + log Σ_i exp(z_i − m)   m = max_i z_i
 //
-// Trace and Score both call it, so a candidate identical to the reference
-// gets bit-identical log-probs (and a KL of exactly 0). The reference NLL
-// of token t is L − z_t, computed in float64 from the logits themselves.
-func logSoftmax(dst, z []float32) float64 {
+// every step in float64 (z_i − m is exact there), the sum in index order,
+// so no exp overflows. It is forge's one log-sum-exp: LogSoftmax, NLL,
+// eval/lcpp's Score and the root's ppl and logits use it.
+func LogSumExp(z []float32) float64 {
 	m := float64(z[0])
 	for _, v := range z[1:] {
 		m = max(m, float64(v))
@@ -33,15 +31,39 @@ func logSoftmax(dst, z []float32) float64 {
 	for _, v := range z {
 		s += math.Exp(float64(v) - m)
 	}
-	L := m + math.Log(s)
+	return m + math.Log(s)
+}
+
+// LogSoftmax writes the log-softmax of the logits z to dst (len(dst) ≥
+// len(z)) and returns the log-partition L = LogSumExp(z):
+//
+//	dst[i] = float32(z_i − L)   (the difference in float64)
+//
+// Trace and Score both call it, so a candidate identical to the reference
+// gets bit-identical log-probs (and a KL of exactly 0). The reference NLL
+// of token t is L − z_t, computed in float64 from the logits themselves
+// (NLL).
+func LogSoftmax(dst, z []float32) float64 {
+	L := LogSumExp(z)
 	for i, v := range z {
 		dst[i] = float32(float64(v) - L)
 	}
 	return L
 }
 
-// argmax returns the index of the largest value, the first on ties.
-func argmax(x []float32) int {
+// NLL returns the negative log-likelihood of token y under softmax(z),
+// in nats:
+//
+//	NLL(z, y) = −log softmax(z)_y = L − z_y   (L = LogSumExp(z), in float64)
+//
+// so exp(−NLL(z, y)) is the probability of y.
+func NLL(z []float32, y int) float64 {
+	return LogSumExp(z) - float64(z[y])
+}
+
+// Argmax returns the index of the largest value of x (len(x) ≥ 1), the
+// first on ties.
+func Argmax(x []float32) int {
 	best := 0
 	for i, v := range x {
 		if v > x[best] {
@@ -52,7 +74,7 @@ func argmax(x []float32) int {
 }
 
 // topK returns the K most likely entries of the log-probs lp, most likely
-// first, ties broken by the lower id (so ids[0] is argmax(lp)), and the
+// first, ties broken by the lower id (so ids[0] is Argmax(lp)), and the
 // tail mass Σ_{i∉top-K} exp(lp_i) summed in float64 in id order (tailMass).
 // heap is scratch of at least k entries.
 func topK(ids []int32, lps []float32, lp []float32, mask []bool, heap []int32) float64 {

@@ -121,7 +121,7 @@ func TestTopKAgainstSort(t *testing.T) {
 			z[i] = float32(r.IntN(12)) // many ties
 		}
 		lp := make([]float32, tc.v)
-		logSoftmax(lp, z)
+		LogSoftmax(lp, z)
 		ids, lps := make([]int32, tc.k), make([]float32, tc.k)
 		mask := make([]bool, tc.v)
 		tail := topK(ids, lps, lp, mask, make([]int32, 0, tc.k))
@@ -145,8 +145,8 @@ func TestTopKAgainstSort(t *testing.T) {
 		for _, id := range order[tc.k:] {
 			rest += math.Exp(float64(lp[id]))
 		}
-		if math.Abs(tail-rest) > 1e-12 || int(ids[0]) != argmax(lp) {
-			t.Errorf("V=%d K=%d: tail %g, want %g; top-1 %d, argmax %d", tc.v, tc.k, tail, rest, ids[0], argmax(lp))
+		if math.Abs(tail-rest) > 1e-12 || int(ids[0]) != Argmax(lp) {
+			t.Errorf("V=%d K=%d: tail %g, want %g; top-1 %d, argmax %d", tc.v, tc.k, tail, rest, ids[0], Argmax(lp))
 		}
 	}
 }
@@ -156,7 +156,7 @@ func TestTopKAgainstSort(t *testing.T) {
 func TestLogSoftmax(t *testing.T) {
 	z := []float32{1000, 1001, 999}
 	dst := make([]float32, 3)
-	L := logSoftmax(dst, z)
+	L := LogSoftmax(dst, z)
 	// log Σ e^{z_i} = 1001 + log(e^{-1} + 1 + e^{-2}).
 	wantL := 1001 + math.Log(math.Exp(-1)+1+math.Exp(-2))
 	if math.Abs(L-wantL) > 1e-12 {
@@ -167,7 +167,35 @@ func TestLogSoftmax(t *testing.T) {
 			t.Errorf("logp[%d] = %v, want %v", i, v, want)
 		}
 	}
-	if got := argmax([]float32{1, 3, 3, 2}); got != 1 {
+	if got := Argmax([]float32{1, 3, 3, 2}); got != 1 {
 		t.Errorf("argmax with a tie = %d, want the first, 1", got)
+	}
+}
+
+// TestNLL: NLL is L − z_y with L = LogSumExp = the partition LogSoftmax
+// returns (bit for bit), log V for uniform logits, and its probabilities
+// exp(−NLL) add up to 1 for logits far from 0 (where a naive Σ e^z
+// overflows).
+func TestNLL(t *testing.T) {
+	z := []float32{1000, 1001, 999, -3e4}
+	L := LogSoftmax(make([]float32, len(z)), z)
+	if LogSumExp(z) != L {
+		t.Errorf("LogSumExp %v, LogSoftmax's L %v", LogSumExp(z), L)
+	}
+	var sum float64
+	for y := range z {
+		if got := NLL(z, y); got != L-float64(z[y]) {
+			t.Errorf("NLL(z, %d) = %v, want L − z = %v", y, got, L-float64(z[y]))
+		}
+		sum += math.Exp(-NLL(z, y))
+	}
+	// L ≈ 1001 carries an absolute rounding error of a few ulp(1001) ≈
+	// 1e-13, which each exp(z_y − L) keeps as a relative error.
+	if math.Abs(sum-1) > 1e-12 {
+		t.Errorf("probabilities add up to %v", sum)
+	}
+	// Σ e^0 over 7 entries: log 7, exact up to the last bit of the log.
+	if got := NLL(make([]float32, 7), 3); math.Abs(got-math.Log(7)) > 1e-15 {
+		t.Errorf("uniform NLL %v, want log 7 = %v", got, math.Log(7))
 	}
 }

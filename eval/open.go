@@ -19,7 +19,8 @@ var ErrTrace = errors.New("not a valid forge trace")
 
 // ErrChecksum marks a trace row whose bytes do not match its stored
 // CRC-32C: the file was damaged after it was written. Such errors also
-// wrap ErrTrace.
+// wrap ErrTrace. eval/lcpp wraps it too, for a damaged base file (with
+// lcpp.ErrBase).
 var ErrChecksum = errors.New("checksum mismatch")
 
 // Trace is an open trace file whose metadata and tensor layout have been

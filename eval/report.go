@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"forge/internal/units"
 )
 
 // Report summarises a candidate scored against a trace. KL and NLL are in
@@ -171,7 +173,7 @@ func (r *Report) lines() [][2]string {
 		{"RMS Δp", fmt.Sprintf("%.3f%%", 100*r.RMSDeltaP)},
 		{"Δp p1 / p5 / median / p95 / p99", strings.Join([]string{pct(r.P1DeltaP), pct(r.P5DeltaP),
 			pct(r.MedianDeltaP), pct(r.P95DeltaP), pct(r.P99DeltaP)}, " / ")},
-		{"quantizable matrices", fmt.Sprintf("%s, %.3f bpw", humanBytes(r.Bytes), r.BPW)},
+		{"quantizable matrices", fmt.Sprintf("%s, %.3f bpw", units.BytesPrecise(r.Bytes), r.BPW)},
 		{"speed", fmt.Sprintf("%d tokens in %.1f s, %.0f tokens/s", r.Tokens, r.Seconds, r.TokensPerSecond)},
 	}
 }
@@ -194,16 +196,4 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -2,7 +2,6 @@ package eval
 
 import (
 	"bytes"
-	"encoding/binary"
 	"math"
 	"strings"
 	"testing"
@@ -84,30 +83,5 @@ func TestSummarize(t *testing.T) {
 	}
 	if err := r.WriteMarkdown(&md); err != nil || !strings.HasPrefix(md.String(), "| metric | value |") {
 		t.Errorf("markdown:\n%s", md.String())
-	}
-}
-
-// TestEncodeNPY: the header numpy expects and the float32 values.
-func TestEncodeNPY(t *testing.T) {
-	v := []float64{0, 0.5, 1e-3, 12}
-	b := EncodeNPY(v)
-	if string(b[:8]) != "\x93NUMPY\x01\x00" {
-		t.Fatalf("magic %q", b[:8])
-	}
-	hl := int(binary.LittleEndian.Uint16(b[8:]))
-	hdr := string(b[10 : 10+hl])
-	if (10+hl)%64 != 0 || !strings.HasSuffix(hdr, "\n") ||
-		!strings.Contains(hdr, "'descr': '<f4'") || !strings.Contains(hdr, "'shape': (4,)") ||
-		!strings.Contains(hdr, "'fortran_order': False") {
-		t.Fatalf("header %q (data at %d)", hdr, 10+hl)
-	}
-	data := b[10+hl:]
-	if len(data) != 4*len(v) {
-		t.Fatalf("%d data bytes", len(data))
-	}
-	for i, x := range v {
-		if got := math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:])); got != float32(x) {
-			t.Errorf("value %d = %v, want %v", i, got, float32(x))
-		}
 	}
 }

@@ -58,10 +58,12 @@ func checkRowSources(sources []RowSource, rows int) error {
 	return nil
 }
 
-// checkRowLayout checks a report's row layout: positions per row (each
-// ≥ 1) adding up to n, and sources, when given, adding up to the rows.
-// Reports without positions (older forge) pass; they have no layout.
-func checkRowLayout(positions []int, sources []RowSource, n int) error {
+// CheckRowLayout checks a report's row layout (Report.RowPositions and
+// Report.Sources, as read back from its JSON): positions per row (each
+// ≥ 1) adding up to n, the report's positions, and sources, when given,
+// adding up to the rows. Reports without positions (older forge) pass;
+// they have no layout.
+func CheckRowLayout(positions []int, sources []RowSource, n int) error {
 	if len(positions) == 0 {
 		if len(sources) > 0 {
 			return fmt.Errorf("sources without row_positions")

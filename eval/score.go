@@ -157,7 +157,7 @@ func newScorer(vocab, k int) *scorer {
 // position scores position t of row d (index i of res) from the
 // candidate's logits z, and describes what is wrong if it cannot.
 func (sc *scorer) position(res *Result, i int, d *rowData, t int, z []float32) string {
-	L := logSoftmax(sc.lq, z)
+	L := LogSoftmax(sc.lq, z)
 	if math.IsNaN(L) || math.IsInf(L, 0) {
 		return errNonFinite
 	}
@@ -172,7 +172,7 @@ func (sc *scorer) position(res *Result, i int, d *rowData, t int, z []float32) s
 			return "a stored log-prob is positive or NaN"
 		}
 		res.KL[i] = KLFull(sc.lp, sc.lq)
-		res.Same[i] = argmax(sc.lp) == argmax(sc.lq)
+		res.Same[i] = Argmax(sc.lp) == Argmax(sc.lq)
 		return ""
 	}
 	k := sc.k
@@ -186,7 +186,7 @@ func (sc *scorer) position(res *Result, i int, d *rowData, t int, z []float32) s
 	}
 	qTail = float64(float32(qTail)) // rounded as the trace stores p_tail
 	res.KL[i] = KLTopK(ids, lps, tail, sc.lq, qTail)
-	res.Same[i] = int(ids[0]) == argmax(sc.lq)
+	res.Same[i] = int(ids[0]) == Argmax(sc.lq)
 	return ""
 }
 

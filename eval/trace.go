@@ -111,7 +111,7 @@ func rowInfos(r, T, vocab, k, v int) []safetensors.TensorInfo {
 // Record runs the reference model m over each row from an empty state (one
 // prefill per row) and writes the trace to path: for every position t of a
 // row of T tokens but the last, the distribution over the token t+1 that
-// follows, as log-probs (logSoftmax of the logits), and the reference NLL
+// follows, as log-probs (LogSoftmax of the logits), and the reference NLL
 // of the actual token t+1, and after each row the CRC-32C of its bytes
 // (a Trace verifies it when the row is first read). See doc.go for the
 // layout, version TraceVersion. The file is streamed one row (in full
@@ -230,7 +230,7 @@ func (rc *recorder) full(ctx context.Context, r int, row []int, lg *tensor.Matri
 			lp := make([]float32, vocab)
 			for i := lo; i < hi; i++ {
 				t := t0 + i
-				nll[t] = float32(logSoftmax(lp, lg.Row(t)) - float64(lg.Row(t)[row[t+1]]))
+				nll[t] = float32(LogSoftmax(lp, lg.Row(t)) - float64(lg.Row(t)[row[t+1]]))
 				putF32(rc.buf[i*4*vocab:], lp)
 			}
 		})
@@ -255,7 +255,7 @@ func (rc *recorder) topK(r int, row []int, lg *tensor.Matrix, nll []float32) err
 	tensor.ParallelGrain(n, 1, func(lo, hi int) {
 		lp, mask, heap := make([]float32, vocab), make([]bool, vocab), make([]int32, 0, k)
 		for t := lo; t < hi; t++ {
-			nll[t] = float32(logSoftmax(lp, lg.Row(t)) - float64(lg.Row(t)[row[t+1]]))
+			nll[t] = float32(LogSoftmax(lp, lg.Row(t)) - float64(lg.Row(t)[row[t+1]]))
 			tails[t] = float32(topK(topIDs[t*k:(t+1)*k], topLps[t*k:(t+1)*k], lp, mask, heap))
 		}
 	})

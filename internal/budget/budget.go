@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"forge/internal/units"
 )
 
 // ErrTooLarge is wrapped by every refusal.
@@ -28,7 +30,7 @@ func Memory(what string, need int64) error {
 	if !ok || need <= avail {
 		return nil
 	}
-	return fmt.Errorf("%s needs %s of memory, %s is available: %w", what, Bytes(need), Bytes(avail), ErrTooLarge)
+	return fmt.Errorf("%s needs %s of memory, %s is available: %w", what, units.Bytes(need), units.Bytes(avail), ErrTooLarge)
 }
 
 // available reads MemAvailable in bytes.
@@ -71,22 +73,14 @@ func Disk(path, what string, need int64) error {
 	if need <= free {
 		return nil
 	}
-	return fmt.Errorf("%s would write %s to %s, whose filesystem has %s free: %w", what, Bytes(need), dir, Bytes(free), ErrTooLarge)
+	return fmt.Errorf("%s would write %s to %s, whose filesystem has %s free: %w", what, units.Bytes(need), dir, units.Bytes(free), ErrTooLarge)
 }
 
-// Bytes formats n in binary units (KiB, MiB, GiB, TiB).
-func Bytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, i := float64(n)/unit, 0
-	for f >= unit && i < 4 {
-		f /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", f, "KMGTP"[i])
-}
+// Bytes is units.Bytes, kept while callers outside this package still
+// name it.
+//
+// Deprecated: use forge/internal/units.Bytes.
+func Bytes(n int64) string { return units.Bytes(n) }
 
 // Limits on small files forge reads whole: far above any real one, so
 // that a hostile or mistaken path (a device, a multi-gigabyte file named
@@ -112,7 +106,7 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	if st.Size() > limit {
-		return nil, fmt.Errorf("%s is %s, more than the %s such a file may have: %w", path, Bytes(st.Size()), Bytes(limit), ErrTooLarge)
+		return nil, fmt.Errorf("%s is %s, more than the %s such a file may have: %w", path, units.Bytes(st.Size()), units.Bytes(limit), ErrTooLarge)
 	}
 	b := make([]byte, st.Size())
 	if _, err := io.ReadFull(f, b); err != nil {

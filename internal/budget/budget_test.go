@@ -24,11 +24,3 @@ func TestDisk(t *testing.T) {
 		t.Errorf("1 EiB accepted: %v", err)
 	}
 }
-
-func TestBytes(t *testing.T) {
-	for n, want := range map[int64]string{512: "512 B", 1536: "1.5 KiB", 3 << 30: "3.0 GiB"} {
-		if got := Bytes(n); got != want {
-			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

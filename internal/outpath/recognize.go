@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"forge/internal/npy"
 )
 
 // The recognisers below tell forge's own earlier outputs, which
@@ -48,7 +50,7 @@ func ForgeSafetensors(path string) bool {
 func LlamaCppBase(path string) bool { return hasPrefix(path, []byte("_logits_")) }
 
 // NPY recognises a NumPy .npy file.
-func NPY(path string) bool { return hasPrefix(path, []byte("\x93NUMPY")) }
+func NPY(path string) bool { return hasPrefix(path, []byte(npy.Magic)) }
 
 // PNG recognises a PNG image.
 func PNG(path string) bool { return hasPrefix(path, []byte("\x89PNG\r\n\x1a\n")) }

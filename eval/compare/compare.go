@@ -1,4 +1,4 @@
-package eval
+package compare
 
 import (
 	"bytes"
@@ -10,20 +10,22 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"forge/eval"
 )
 
-// ErrCompareInput marks a report or KL file that a comparison cannot use:
+// ErrInput marks a report or KL file that a comparison cannot use:
 // malformed JSON, a missing field, a bad NPY file or a length mismatch.
-var ErrCompareInput = errors.New("bad comparison input")
+var ErrInput = errors.New("bad comparison input")
 
-// compareRequired are the report fields a comparison cannot do without;
+// required are the report fields a comparison cannot do without;
 // the others (bytes, bpw, ref_ppl, p90_kl, p999_kl, max_kl, mean_delta_p,
 // trace, model, parts, layers) are shown as "–" or left out when absent.
-var compareRequired = []string{"definition", "n_positions", "mean_kl", "median_kl", "p99_kl", "top1", "ppl"}
+var required = []string{"definition", "n_positions", "mean_kl", "median_kl", "p99_kl", "top1", "ppl"}
 
-// ComparedRun is one evaluation report (the JSON of forge eval --json)
+// Run is one evaluation report (the JSON of forge eval --json)
 // loaded for comparison, with its per-position KL when one was given.
-type ComparedRun struct {
+type Run struct {
 	Path string // the report JSON
 	// Name labels the run in tables and legends: the report's file name
 	// without ".json", prefixed with its directory's name when two reports
@@ -53,50 +55,50 @@ type ComparedRun struct {
 	KLPath string    // the per-position KL .npy, "" when none was given
 	KL     []float32 // [NPositions] per-position KL in nats; nil when KLPath is ""
 
-	// RowPositions and Sources are the report's row layout (Report);
+	// RowPositions and Sources are the report's row layout (eval.Report);
 	// nil in a report written before forge eval recorded them.
 	RowPositions []int
-	Sources      []RowSource
+	Sources      []eval.RowSource
 }
 
 // Ablation reports whether the run quantized only some parts or layers.
-func (r *ComparedRun) Ablation() bool { return r.Parts != "" || r.Layers != "" }
+func (r *Run) Ablation() bool { return r.Parts != "" || r.Layers != "" }
 
-// ComparisonGroup holds the runs that share one KL definition.
-type ComparisonGroup struct {
+// Group holds the runs that share one KL definition.
+type Group struct {
 	Definition string
-	Runs       []*ComparedRun
+	Runs       []*Run
 }
 
-// Comparison is a set of evaluation reports laid side by side.
+// Set is a set of evaluation reports laid side by side.
 //
 // Results computed with different KL definitions are not compared
-// (docs/quantization.md §7). Rather than refuse such a set, a Comparison splits
+// (docs/quantization.md §7). Rather than refuse such a set, a Set splits
 // it into groups, one per definition in order of first appearance: every
 // table and plot covers one group, and Warnings says that the set was
 // split. Runs of one group scored on different traces, or a KL array whose
 // mean disagrees with its report's mean_kl, also give a warning.
-type Comparison struct {
-	Runs     []*ComparedRun // in the order given
-	Groups   []ComparisonGroup
+type Set struct {
+	Runs     []*Run // in the order given
+	Groups   []Group
 	Warnings []string
 }
 
-// LoadComparison reads the reports (forge eval --json files) and, when kl
+// Load reads the reports (forge eval --json files) and, when kl
 // is not empty, one per-position KL file (forge eval --kl-out, a 1-D
 // float32 NPY) per report in the same order; an empty entry of kl means
 // that report has none. Every problem is an error naming the file.
-func LoadComparison(reports, kl []string) (*Comparison, error) {
+func Load(reports, kl []string) (*Set, error) {
 	if len(reports) == 0 {
-		return nil, fmt.Errorf("compare: no reports given: %w", ErrCompareInput)
+		return nil, fmt.Errorf("compare: no reports given: %w", ErrInput)
 	}
 	if len(kl) != 0 && len(kl) != len(reports) {
 		return nil, fmt.Errorf("compare: %d KL files for %d reports (give one per report, in the same order): %w",
-			len(kl), len(reports), ErrCompareInput)
+			len(kl), len(reports), ErrInput)
 	}
-	c := &Comparison{}
+	c := &Set{}
 	for i, path := range reports {
-		r, err := readComparedRun(path)
+		r, err := readRun(path)
 		if err != nil {
 			return nil, err
 		}
@@ -133,8 +135,8 @@ type reportJSON struct {
 	Parts      looseString `json:"parts"`
 	Layers     looseString `json:"layers"`
 
-	RowPositions []int       `json:"row_positions"`
-	Sources      []RowSource `json:"sources"`
+	RowPositions []int            `json:"row_positions"`
+	Sources      []eval.RowSource `json:"sources"`
 }
 
 // looseString reads a JSON string as itself, an array of strings or
@@ -175,31 +177,31 @@ func (s *looseString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// readComparedRun reads and checks one report JSON.
-func readComparedRun(path string) (*ComparedRun, error) {
+// readRun reads and checks one report JSON.
+func readRun(path string) (*Run, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("compare: report %s: %w", path, err)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, fmt.Errorf("compare: report %s: not a JSON object: %v: %w", path, err, ErrCompareInput)
+		return nil, fmt.Errorf("compare: report %s: not a JSON object: %v: %w", path, err, ErrInput)
 	}
 	var missing []string
-	for _, k := range compareRequired {
+	for _, k := range required {
 		if v, ok := fields[k]; !ok || string(bytes.TrimSpace(v)) == "null" {
 			missing = append(missing, k)
 		}
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("compare: report %s: missing field(s) %s (is it a forge eval --json report?): %w",
-			path, strings.Join(missing, ", "), ErrCompareInput)
+			path, strings.Join(missing, ", "), ErrInput)
 	}
 	var j reportJSON
 	if err := json.Unmarshal(data, &j); err != nil {
-		return nil, fmt.Errorf("compare: report %s: %v: %w", path, err, ErrCompareInput)
+		return nil, fmt.Errorf("compare: report %s: %v: %w", path, err, ErrInput)
 	}
-	r := &ComparedRun{
+	r := &Run{
 		Path: path, Definition: string(j.Definition), Trace: string(j.Trace), Model: string(j.Model),
 		Parts: string(j.Parts), Layers: string(j.Layers),
 		NPositions: j.NPositions, MeanKL: j.MeanKL, MedianKL: j.MedianKL, P90KL: j.P90KL, P99KL: j.P99KL,
@@ -207,13 +209,13 @@ func readComparedRun(path string) (*ComparedRun, error) {
 		MeanDeltaP: j.MeanDeltaP, Bytes: j.Bytes, BPW: j.BPW, RowPositions: j.RowPositions, Sources: j.Sources,
 	}
 	if err := r.check(); err != nil {
-		return nil, fmt.Errorf("compare: report %s: %v: %w", path, err, ErrCompareInput)
+		return nil, fmt.Errorf("compare: report %s: %v: %w", path, err, ErrInput)
 	}
 	return r, nil
 }
 
 // check refuses values no evaluation produces.
-func (r *ComparedRun) check() error {
+func (r *Run) check() error {
 	switch {
 	case r.Definition == "":
 		return errors.New("empty definition")
@@ -226,20 +228,20 @@ func (r *ComparedRun) check() error {
 	case r.Bytes < 0 || r.BPW < 0:
 		return fmt.Errorf("negative size (bytes %d, bpw %g)", r.Bytes, r.BPW)
 	}
-	return checkRowLayout(r.RowPositions, r.Sources, r.NPositions)
+	return eval.CheckRowLayout(r.RowPositions, r.Sources, r.NPositions)
 }
 
 // attachKL reads r's per-position KL from path and checks that it matches
 // the report: the same number of positions (an error) and, up to float32
 // rounding, the same mean (a warning: the files may be in the wrong order).
-func (c *Comparison) attachKL(r *ComparedRun, path string) error {
-	kl, err := ReadKLNPY(path)
+func (c *Set) attachKL(r *Run, path string) error {
+	kl, err := ReadKL(path)
 	if err != nil {
 		return fmt.Errorf("compare: %w", err)
 	}
 	if len(kl) != r.NPositions {
 		return fmt.Errorf("compare: KL file %s has %d positions but report %s has n_positions %d (files in the wrong order?): %w",
-			path, len(kl), r.Path, r.NPositions, ErrCompareInput)
+			path, len(kl), r.Path, r.NPositions, ErrInput)
 	}
 	var sum float64
 	for _, v := range kl {
@@ -258,7 +260,7 @@ func (c *Comparison) attachKL(r *ComparedRun, path string) error {
 
 // nameRuns names each run after its report file, adding the directory's
 // name where file names repeat and a counter where even that repeats.
-func nameRuns(runs []*ComparedRun) {
+func nameRuns(runs []*Run) {
 	count := map[string]int{}
 	for _, r := range runs {
 		r.Name = strings.TrimSuffix(filepath.Base(r.Path), filepath.Ext(r.Path))
@@ -277,14 +279,14 @@ func nameRuns(runs []*ComparedRun) {
 }
 
 // group splits the runs by definition and records the warnings.
-func (c *Comparison) group() {
+func (c *Set) group() {
 	index := map[string]int{}
 	for _, r := range c.Runs {
 		i, ok := index[r.Definition]
 		if !ok {
 			i = len(c.Groups)
 			index[r.Definition] = i
-			c.Groups = append(c.Groups, ComparisonGroup{Definition: r.Definition})
+			c.Groups = append(c.Groups, Group{Definition: r.Definition})
 		}
 		c.Groups[i].Runs = append(c.Groups[i].Runs, r)
 	}
@@ -302,7 +304,7 @@ func (c *Comparison) group() {
 }
 
 // traces lists the distinct non-empty traces of g's runs in order.
-func (g *ComparisonGroup) traces() []string {
+func (g *Group) traces() []string {
 	var out []string
 	for _, r := range g.Runs {
 		if r.Trace != "" && !slices.Contains(out, r.Trace) {

@@ -1,4 +1,4 @@
-package eval
+package lcpp
 
 import (
 	"bytes"
@@ -16,12 +16,12 @@ import (
 
 // sampleBase makes a small seeded base: n_ctx 8 (3 scored rows), an odd
 // vocabulary of 7 (llama.cpp pads its rows to an even count), 3 windows.
-func sampleBase(rng *rand.Rand, bos int) (LCPPHeader, []LCPPBaseWindow) {
-	h := LCPPHeader{NCtx: 8, NVocab: 7, NChunk: 3, BOS: bos, Meta: map[string]string{"model": "m"}}
+func sampleBase(rng *rand.Rand, bos int) (Header, []BaseWindow) {
+	h := Header{NCtx: 8, NVocab: 7, NChunk: 3, BOS: bos, Meta: map[string]string{"model": "m"}}
 	for range h.NChunk * h.NCtx {
 		h.Tokens = append(h.Tokens, rng.IntN(h.NVocab))
 	}
-	wins := make([]LCPPBaseWindow, h.NChunk)
+	wins := make([]BaseWindow, h.NChunk)
 	z := make([]float32, h.NVocab)
 	for i := range wins {
 		wins[i].Resize(h.Scored(), h.NVocab)
@@ -35,9 +35,9 @@ func sampleBase(rng *rand.Rand, bos int) (LCPPHeader, []LCPPBaseWindow) {
 	return h, wins
 }
 
-func writeBase(t *testing.T, path string, h LCPPHeader, wins []LCPPBaseWindow, f LCPPFormat) {
+func writeBase(t *testing.T, path string, h Header, wins []BaseWindow, f Format) {
 	t.Helper()
-	w, err := CreateLCPPBase(path, h, f)
+	w, err := Create(path, h, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,31 +52,31 @@ func writeBase(t *testing.T, path string, h LCPPHeader, wins []LCPPBaseWindow, f
 	}
 }
 
-// TestLCPPBaseRoundTrip writes a base in both layouts and reads it back.
-func TestLCPPBaseRoundTrip(t *testing.T) {
+// TestBaseRoundTrip writes a base in both layouts and reads it back.
+func TestBaseRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	h, wins := sampleBase(rng, 5)
 	dir := t.TempDir()
-	for _, f := range []LCPPFormat{LCPPForge, LCPPLlamaCpp} {
+	for _, f := range []Format{Forge, LlamaCpp} {
 		t.Run(f.String(), func(t *testing.T) {
 			path := filepath.Join(dir, "base."+f.String())
 			writeBase(t, path, h, wins, f)
-			b, err := OpenLCPPBase(path)
+			b, err := Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
 			wantBOS := h.BOS
-			if f == LCPPLlamaCpp {
-				wantBOS = LCPPBOSUnknown // llama.cpp's header does not record it
+			if f == LlamaCpp {
+				wantBOS = BOSUnknown // llama.cpp's header does not record it
 			}
 			if b.Format != f || b.NCtx != 8 || b.NVocab != 7 || b.NChunk != 3 || b.BOS != wantBOS || !slices.Equal(b.Tokens, h.Tokens) {
 				t.Fatalf("header %v %d %d %d BOS %d tokens %v", b.Format, b.NCtx, b.NVocab, b.NChunk, b.BOS, b.Tokens)
 			}
-			if f == LCPPForge && (b.Meta["model"] != "m" || b.Meta["format"] != lcppFormatName) {
+			if f == Forge && (b.Meta["model"] != "m" || b.Meta["format"] != formatName) {
 				t.Errorf("metadata %v", b.Meta)
 			}
-			var got LCPPBaseWindow
+			var got BaseWindow
 			for i := range wins {
 				if err := b.ReadWindow(i, &got); err != nil {
 					t.Fatal(err)
@@ -110,12 +110,12 @@ func TestLCPPBaseRoundTrip(t *testing.T) {
 	}
 }
 
-// TestLCPPBaseRefusals: truncated, padded, foreign and unfinished files.
-func TestLCPPBaseRefusals(t *testing.T) {
+// TestBaseRefusals: truncated, padded, foreign and unfinished files.
+func TestBaseRefusals(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	h, wins := sampleBase(rng, -1)
 	dir := t.TempDir()
-	for _, f := range []LCPPFormat{LCPPForge, LCPPLlamaCpp} {
+	for _, f := range []Format{Forge, LlamaCpp} {
 		path := filepath.Join(dir, "base."+f.String())
 		writeBase(t, path, h, wins, f)
 		data, _ := os.ReadFile(path)
@@ -129,22 +129,22 @@ func TestLCPPBaseRefusals(t *testing.T) {
 			{"one byte added", append(slices.Clone(data), 0)},
 			{"empty", nil},
 		} {
-			if f == LCPPForge && c.name == "one byte added" {
+			if f == Forge && c.name == "one byte added" {
 				continue // safetensors allows bytes after the last tensor
 			}
 			bad := filepath.Join(dir, "bad")
 			os.WriteFile(bad, c.data, 0o644)
-			b, err := OpenLCPPBase(bad)
+			b, err := Open(bad)
 			if err == nil {
 				b.Close()
 				t.Errorf("%s, %s: opened", f, c.name)
-			} else if !errors.Is(err, ErrLCPPBase) {
-				t.Errorf("%s, %s: %v does not wrap ErrLCPPBase", f, c.name, err)
+			} else if !errors.Is(err, ErrBase) {
+				t.Errorf("%s, %s: %v does not wrap ErrBase", f, c.name, err)
 			}
 		}
 		// An unfinished writer leaves nothing at its path.
 		unfinished := filepath.Join(dir, "unfinished."+f.String())
-		w, err := CreateLCPPBase(unfinished, h, f)
+		w, err := Create(unfinished, h, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,24 +159,24 @@ func TestLCPPBaseRefusals(t *testing.T) {
 	// A safetensors file that is not a base, and a bad header.
 	other := filepath.Join(dir, "other.safetensors")
 	os.WriteFile(other, []byte("\x02\x00\x00\x00\x00\x00\x00\x00{}"), 0o644)
-	if _, err := OpenLCPPBase(other); !errors.Is(err, ErrLCPPBase) || !strings.Contains(err.Error(), "not a llama.cpp KL base") {
+	if _, err := Open(other); !errors.Is(err, ErrBase) || !strings.Contains(err.Error(), "not a llama.cpp KL base") {
 		t.Errorf("foreign safetensors: %v", err)
 	}
 	bad := h
 	bad.Tokens = append(slices.Clone(h.Tokens[:len(h.Tokens)-1]), 7) // outside the vocabulary of 7
-	if _, err := CreateLCPPBase(filepath.Join(dir, "x"), bad, LCPPForge); !errors.Is(err, ErrLCPPBase) {
+	if _, err := Create(filepath.Join(dir, "x"), bad, Forge); !errors.Is(err, ErrBase) {
 		t.Errorf("token outside the vocabulary: %v", err)
 	}
 }
 
-// TestLCPPReportPrint: the printed report has llama.cpp's lines in its
+// TestReportPrint: the printed report has llama.cpp's lines in its
 // order, and the JSON keeps every statistic (NaN as null).
-func TestLCPPReportPrint(t *testing.T) {
+func TestReportPrint(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	var st LCPPStats
+	var st Stats
 	for i := range 120 {
 		b := 2 + rng.NormFloat64()
-		st.Add(LCPPPosition{NLLBase: b, NLL: b + 0.05*rng.NormFloat64(), KLD: 0.01 * rng.ExpFloat64(),
+		st.Add(Position{NLLBase: b, NLL: b + 0.05*rng.NormFloat64(), KLD: 0.01 * rng.ExpFloat64(),
 			DeltaP: 0.02 * rng.NormFloat64(), SameTop: i%4 != 0})
 		if i%60 == 59 {
 			st.EndChunk()
@@ -219,7 +219,7 @@ func TestLCPPReportPrint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back LCPPReport
+	var back Report
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -227,14 +227,14 @@ func TestLCPPReportPrint(t *testing.T) {
 		back.KLDPercentiles[3] != r.KLDPercentiles[3] {
 		t.Errorf("JSON round trip lost values")
 	}
-	nan, _ := json.Marshal(LCPPEstimate{1, math.NaN()})
+	nan, _ := json.Marshal(Estimate{1, math.NaN()})
 	if string(nan) != `{"value":1,"unc":null}` {
 		t.Errorf("NaN uncertainty as %s", nan)
 	}
 
 	// Below 100 positions only the table and a note.
-	var few LCPPStats
-	few.Add(LCPPPosition{NLL: 1, NLLBase: 1, SameTop: true})
+	var few Stats
+	few.Add(Position{NLL: 1, NLLBase: 1, SameTop: true})
 	few.EndChunk()
 	out.Reset()
 	few.Report(8, 5, 1).Print(&out)

@@ -1,4 +1,4 @@
-package eval
+package compare
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"forge/eval"
 )
 
 // near compares float64s to 1e-12 relative (sums of a few exact values).
@@ -62,11 +64,11 @@ func TestProfileRowsHand(t *testing.T) {
 // source, panels in order of first appearance across runs; a run without
 // sources is one group of all rows; repeated file names keep their paths.
 func TestRowPanels(t *testing.T) {
-	a := &ComparedRun{Name: "a", KL: []float32{1, 2, 10, 20, 30, 7},
-		RowPositions: []int{2, 3, 1}, Sources: []RowSource{{"d/code.txt", 2}, {"d/prose.txt", 1}}}
-	b := &ComparedRun{Name: "b", KL: []float32{1, 1, 1, 5}, RowPositions: []int{3, 1}}
-	c := &ComparedRun{Name: "c", KL: []float32{1, 2}, RowPositions: []int{1, 1},
-		Sources: []RowSource{{"x/prose.txt", 1}, {"d/prose.txt", 1}}}
+	a := &Run{Name: "a", KL: []float32{1, 2, 10, 20, 30, 7},
+		RowPositions: []int{2, 3, 1}, Sources: []eval.RowSource{{Path: "d/code.txt", Rows: 2}, {Path: "d/prose.txt", Rows: 1}}}
+	b := &Run{Name: "b", KL: []float32{1, 1, 1, 5}, RowPositions: []int{3, 1}}
+	c := &Run{Name: "c", KL: []float32{1, 2}, RowPositions: []int{1, 1},
+		Sources: []eval.RowSource{{Path: "x/prose.txt", Rows: 1}, {Path: "d/prose.txt", Rows: 1}}}
 	g := groupRows(a)
 	if len(g) != 2 || g[0].label != "code.txt" || len(g[0].rows) != 2 || !slices.Equal(g[0].rows[1], []float32{10, 20, 30}) ||
 		g[1].label != "prose.txt" || !slices.Equal(g[1].rows[0], []float32{7}) {
@@ -75,7 +77,7 @@ func TestRowPanels(t *testing.T) {
 	if g := groupRows(c); g[0].label != "x/prose.txt" || g[1].label != "d/prose.txt" {
 		t.Errorf("groups of c: %+v", g)
 	}
-	panels := rowPanels([]*ComparedRun{a, b}, 1)
+	panels := rowPanels([]*Run{a, b}, 1)
 	if len(panels) != 3 || panels[0].label != "code.txt" || panels[1].label != "prose.txt" || panels[2].label != allRows {
 		t.Fatalf("panels %v", panels)
 	}
@@ -89,7 +91,7 @@ func TestRowPanels(t *testing.T) {
 	if !slices.Equal(all.runs, []int{1}) || !nearAll(all.profiles[0].Mean, []float64{3, 1, 1}) || !near(all.profiles[0].All, 2) {
 		t.Errorf("all-rows panel %+v", all)
 	}
-	if w, longest := rowWindow([]*ComparedRun{a, {RowPositions: []int{129}}}); w != 3 || longest != 129 {
+	if w, longest := rowWindow([]*Run{a, {RowPositions: []int{129}}}); w != 3 || longest != 129 {
 		t.Errorf("rowWindow: %d, %d; want ⌈129/64⌉ = 3", w, longest)
 	}
 }
@@ -103,7 +105,7 @@ func TestComparePositionNotes(t *testing.T) {
 		old[i].rows = 0
 	}
 	dir, reports, kls, _ := writeRuns(t, old, true)
-	c, err := LoadComparison(reports, kls)
+	c, err := Load(reports, kls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestComparePositionNotes(t *testing.T) {
 	}
 	mixed := []synthRun{threeRuns[0], old[1]}
 	dir, reports, kls, _ = writeRuns(t, mixed, true)
-	if c, err = LoadComparison(reports, kls); err != nil {
+	if c, err = Load(reports, kls); err != nil {
 		t.Fatal(err)
 	}
 	files, notes, err = c.Plot(dir)
@@ -135,15 +137,15 @@ func TestCompareRowLayoutRefused(t *testing.T) {
 	}{
 		{"sum", func(f map[string]any) { f["row_positions"] = []int{100, 100} }, "add up to 200"},
 		{"zero", func(f map[string]any) { f["row_positions"] = slices.Repeat([]int{0, 500}, 8) }, "want ≥ 1"},
-		{"sources", func(f map[string]any) { f["sources"] = []RowSource{{"a.txt", 3}} }, "sources hold 3 rows, not 16"},
+		{"sources", func(f map[string]any) { f["sources"] = []eval.RowSource{{Path: "a.txt", Rows: 3}} }, "sources hold 3 rows, not 16"},
 		{"orphan sources", func(f map[string]any) { delete(f, "row_positions") }, "sources without row_positions"},
 	} {
 		dir := t.TempDir()
 		report, _, fields := writeSynth(t, dir, threeRuns[0], 1, false)
 		c.edit(fields)
 		writeJSON(t, report, fields)
-		_, err := LoadComparison([]string{report}, nil)
-		if !errors.Is(err, ErrCompareInput) || !strings.Contains(err.Error(), report) || !strings.Contains(err.Error(), c.wants) {
+		_, err := Load([]string{report}, nil)
+		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), report) || !strings.Contains(err.Error(), c.wants) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}

@@ -1,14 +1,14 @@
-package eval
+package lcpp
 
 import (
 	"math"
 	"slices"
 )
 
-// LCPPStats accumulates scored positions as llama.cpp's kl_divergence_result
+// Stats accumulates scored positions as llama.cpp's kl_divergence_result
 // does (sums in float64) and keeps every KL and Δp for the percentiles. The
 // zero value is ready to use.
-type LCPPStats struct {
+type Stats struct {
 	sumNLL, sumNLL2         float64
 	sumNLLBase, sumNLLBase2 float64
 	sumNLLNLLBase           float64
@@ -17,11 +17,11 @@ type LCPPStats struct {
 	maxAbsDP                float64
 	nSame, n                int
 	klds, dps               []float64
-	chunks                  []LCPPChunk
+	chunks                  []Chunk
 }
 
 // Add accumulates one position.
-func (s *LCPPStats) Add(p LCPPPosition) {
+func (s *Stats) Add(p Position) {
 	s.sumNLL += p.NLL
 	s.sumNLL2 += p.NLL * p.NLL
 	s.sumNLLBase += p.NLLBase
@@ -43,17 +43,17 @@ func (s *LCPPStats) Add(p LCPPPosition) {
 }
 
 // N returns the number of positions added.
-func (s *LCPPStats) N() int { return s.n }
+func (s *Stats) N() int { return s.n }
 
 // EndChunk records the running row of llama.cpp's per-chunk table after the
 // positions of one more window, and returns it.
-func (s *LCPPStats) EndChunk() LCPPChunk {
+func (s *Stats) EndChunk() Chunk {
 	lnQ, lnB, cov := s.lnPPL()
-	c := LCPPChunk{
+	c := Chunk{
 		Chunk:      len(s.chunks) + 1,
-		PPL:        lcppExp(lnQ),
-		LnPPLRatio: LCPPEstimate{lnQ.Value - lnB.Value, math.Sqrt(lnQ.Unc*lnQ.Unc + lnB.Unc*lnB.Unc - 2*cov)},
-		KLD:        lcppMeanSE(s.sumKLD, s.sumKLD2, s.n),
+		PPL:        expEstimate(lnQ),
+		LnPPLRatio: Estimate{lnQ.Value - lnB.Value, math.Sqrt(lnQ.Unc*lnQ.Unc + lnB.Unc*lnB.Unc - 2*cov)},
+		KLD:        meanSE(s.sumKLD, s.sumKLD2, s.n),
 		RMSDeltaP:  s.rmsDeltaP(),
 		SameTop:    s.sameTop(),
 	}
@@ -62,81 +62,81 @@ func (s *LCPPStats) EndChunk() LCPPChunk {
 }
 
 // lnPPL returns mean ± se of nll_Q and of nll_B and their covariance.
-func (s *LCPPStats) lnPPL() (q, b LCPPEstimate, cov float64) {
-	q = lcppMeanSE(s.sumNLL, s.sumNLL2, s.n)
-	b = lcppMeanSE(s.sumNLLBase, s.sumNLLBase2, s.n)
-	return q, b, lcppCovariance(s.sumNLL, s.sumNLLBase, s.sumNLLNLLBase, s.n)
+func (s *Stats) lnPPL() (q, b Estimate, cov float64) {
+	q = meanSE(s.sumNLL, s.sumNLL2, s.n)
+	b = meanSE(s.sumNLLBase, s.sumNLLBase2, s.n)
+	return q, b, covariance(s.sumNLL, s.sumNLLBase, s.sumNLLNLLBase, s.n)
 }
 
 // rmsDeltaP is sqrt(mean Δp²) ± se(Δp²)/(2·RMS) (llama.cpp's first-order
 // propagation through the square root).
-func (s *LCPPStats) rmsDeltaP() LCPPEstimate {
-	mse := lcppMeanSE(s.sumDP2, s.sumDP4, s.n)
+func (s *Stats) rmsDeltaP() Estimate {
+	mse := meanSE(s.sumDP2, s.sumDP4, s.n)
 	rms := math.Sqrt(mse.Value)
-	return LCPPEstimate{rms, 0.5 / rms * mse.Unc}
+	return Estimate{rms, 0.5 / rms * mse.Unc}
 }
 
 // sameTop is p = n_same/N ± sqrt(p(1−p)/(N−1)).
-func (s *LCPPStats) sameTop() LCPPEstimate {
+func (s *Stats) sameTop() Estimate {
 	p := float64(s.nSame) / float64(s.n)
-	return LCPPEstimate{p, math.Sqrt(p * (1 - p) / float64(s.n-1))}
+	return Estimate{p, math.Sqrt(p * (1 - p) / float64(s.n-1))}
 }
 
 // Report summarizes the positions added so far (N ≥ 1), with the chunk rows
 // recorded by EndChunk. nCtx, nVocab and nChunk describe the base.
-func (s *LCPPStats) Report(nCtx, nVocab, nChunk int) *LCPPReport {
-	r := &LCPPReport{Definition: LCPPDefinition, NCtx: nCtx, NVocab: nVocab, NChunk: nChunk, N: s.n,
-		Enough: s.n >= lcppMinStats, Chunks: slices.Clone(s.chunks),
+func (s *Stats) Report(nCtx, nVocab, nChunk int) *Report {
+	r := &Report{Definition: Definition, NCtx: nCtx, NVocab: nVocab, NChunk: nChunk, N: s.n,
+		Enough: s.n >= minStats, Chunks: slices.Clone(s.chunks),
 		KLDs: slices.Clone(s.klds), DeltaPs: slices.Clone(s.dps), MaxAbsDeltaP: s.maxAbsDP}
 	if r.Chunks == nil {
-		r.Chunks = []LCPPChunk{}
+		r.Chunks = []Chunk{}
 	}
 	if !r.Enough {
 		return r
 	}
 	lnQ, lnB, cov := s.lnPPL()
-	r.PPL, r.PPLBase, r.CovLnPPL = lcppExp(lnQ), lcppExp(lnB), cov
+	r.PPL, r.PPLBase, r.CovLnPPL = expEstimate(lnQ), expEstimate(lnB), cov
 	if cor := cov / (lnQ.Unc * lnB.Unc); !math.IsNaN(cor) && !math.IsInf(cor, 0) {
 		r.CorLnPPL = &cor
 	}
-	r.LnPPLRatio = LCPPEstimate{lnQ.Value - lnB.Value, math.Sqrt(lnQ.Unc*lnQ.Unc + lnB.Unc*lnB.Unc - 2*cov)}
-	r.PPLRatio = lcppExp(r.LnPPLRatio)
+	r.LnPPLRatio = Estimate{lnQ.Value - lnB.Value, math.Sqrt(lnQ.Unc*lnQ.Unc + lnB.Unc*lnB.Unc - 2*cov)}
+	r.PPLRatio = expEstimate(r.LnPPLRatio)
 	pplCov := r.PPL.Value * r.PPLBase.Value * cov
-	r.PPLDiff = LCPPEstimate{r.PPL.Value - r.PPLBase.Value,
+	r.PPLDiff = Estimate{r.PPL.Value - r.PPLBase.Value,
 		math.Sqrt(r.PPL.Unc*r.PPL.Unc + r.PPLBase.Unc*r.PPLBase.Unc - 2*pplCov)}
-	r.KLD = lcppMeanSE(s.sumKLD, s.sumKLD2, s.n)
-	r.KLDPercentiles = lcppPercentiles(s.klds, lcppKLDFractions)
-	r.DeltaP = lcppMeanSE(s.sumDP, s.sumDP2, s.n)
-	r.DeltaPPercentiles = lcppPercentiles(s.dps, lcppDeltaPFractions)
+	r.KLD = meanSE(s.sumKLD, s.sumKLD2, s.n)
+	r.KLDPercentiles = percentiles(s.klds, kldFractions)
+	r.DeltaP = meanSE(s.sumDP, s.sumDP2, s.n)
+	r.DeltaPPercentiles = percentiles(s.dps, deltaPFractions)
 	r.RMSDeltaP = s.rmsDeltaP()
 	r.SameTop = s.sameTop()
 	return r
 }
 
 // expEstimate maps a mean log x ± u to exp(x) ± exp(x)·u (first order).
-func lcppExp(e LCPPEstimate) LCPPEstimate {
+func expEstimate(e Estimate) Estimate {
 	v := math.Exp(e.Value)
-	return LCPPEstimate{v, v * e.Unc}
+	return Estimate{v, v * e.Unc}
 }
 
 // meanSE is llama.cpp's mean_and_uncertainty: mean = Σx/N and
 // se = sqrt((Σx²/N − mean²)/(N−1)), with se = 0 when N ≤ 10 or the variance
 // is not positive (and 0 ± 0 for N = 0).
-func lcppMeanSE(sum, sum2 float64, n int) LCPPEstimate {
+func meanSE(sum, sum2 float64, n int) Estimate {
 	if n < 1 {
-		return LCPPEstimate{}
+		return Estimate{}
 	}
 	mean := sum / float64(n)
 	v := sum2/float64(n) - mean*mean
 	if v <= 0 || n <= 10 {
-		return LCPPEstimate{mean, 0}
+		return Estimate{mean, 0}
 	}
-	return LCPPEstimate{mean, math.Sqrt(v / float64(n-1))}
+	return Estimate{mean, math.Sqrt(v / float64(n-1))}
 }
 
 // covariance is llama.cpp's covariance of the two means:
 // (Σab/N − (Σa/N)(Σb/N))/(N−1), and 0 when N < 10.
-func lcppCovariance(sumA, sumB, sumAB float64, n int) float64 {
+func covariance(sumA, sumB, sumAB float64, n int) float64 {
 	if n < 10 {
 		return 0
 	}
@@ -146,12 +146,12 @@ func lcppCovariance(sumA, sumB, sumAB float64, n int) float64 {
 
 // percentiles sorts a copy of values and returns the order statistic at
 // each fraction.
-func lcppPercentiles(values, fractions []float64) []LCPPPercentile {
+func percentiles(values, fractions []float64) []Percentile {
 	sorted := slices.Clone(values)
 	slices.Sort(sorted)
-	out := make([]LCPPPercentile, len(fractions))
+	out := make([]Percentile, len(fractions))
 	for i, f := range fractions {
-		out[i] = LCPPPercentile{f, lcppPercentile(sorted, f)}
+		out[i] = Percentile{f, percentile(sorted, f)}
 	}
 	return out
 }
@@ -162,7 +162,7 @@ func lcppPercentiles(values, fractions []float64) []LCPPPercentile {
 // the mean of the two middle values for even N, is the same number at
 // f = 0.5). llama.cpp computes the position in float32; the difference is
 // below the printed precision.
-func lcppPercentile(sorted []float64, f float64) float64 {
+func percentile(sorted []float64, f float64) float64 {
 	if f <= 0 {
 		return sorted[0]
 	}

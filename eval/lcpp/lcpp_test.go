@@ -1,4 +1,4 @@
-package eval
+package lcpp
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// trueLogProbs is log-softmax in float64, the reference for LCPPCompress.
+// trueLogProbs is log-softmax in float64, the reference for Compress.
 func trueLogProbs(z []float32) []float64 {
 	m := float64(slices.Max(z))
 	var s float64
@@ -22,10 +22,10 @@ func trueLogProbs(z []float32) []float64 {
 	return out
 }
 
-// TestLCPPCompressRoundTrip: decoding the uint16 codes gives every
+// TestCompressRoundTrip: decoding the uint16 codes gives every
 // log-probability whose logit is above max − 16 to within scale/2, and the
 // floor min_log_prob (code 0) for the rest.
-func TestLCPPCompressRoundTrip(t *testing.T) {
+func TestCompressRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	cases := []struct {
 		name   string
@@ -43,7 +43,7 @@ func TestLCPPCompressRoundTrip(t *testing.T) {
 				z[i] = float32(c.spread * rng.NormFloat64())
 			}
 			codes := make([]uint16, len(z))
-			scale, mlp := LCPPCompress(codes, z)
+			scale, mlp := Compress(codes, z)
 			lp := trueLogProbs(z)
 			maxZ := slices.Max(z)
 			// Rounding to the nearest code errs by at most scale/2; the float32
@@ -52,7 +52,7 @@ func TestLCPPCompressRoundTrip(t *testing.T) {
 			tol := float64(scale)/2 + 1e-5
 			var above, below int
 			for i, q := range codes {
-				got := float64(LCPPLogProb(scale, mlp, q))
+				got := float64(LogProb(scale, mlp, q))
 				if z[i] > maxZ-16 {
 					above++
 					if d := math.Abs(got - lp[i]); d > tol {
@@ -77,31 +77,31 @@ func TestLCPPCompressRoundTrip(t *testing.T) {
 	t.Run("constant row", func(t *testing.T) {
 		z := []float32{2, 2, 2, 2}
 		codes := []uint16{9, 9, 9, 9}
-		scale, mlp := LCPPCompress(codes, z)
+		scale, mlp := Compress(codes, z)
 		if scale != 0 || slices.Max(codes) != 0 || math.Abs(float64(mlp)+math.Log(4)) > 1e-6 {
 			t.Errorf("scale %v, codes %v, min_log_prob %v; want 0, zeros, −log 4", scale, codes, mlp)
 		}
 	})
 }
 
-// TestLCPPWindows: n_chunk = ⌊n/n_ctx⌋ with at least 2·n_ctx tokens, the
+// TestWindows: n_chunk = ⌊n/n_ctx⌋ with at least 2·n_ctx tokens, the
 // scored positions n_ctx/2 … n_ctx−2 (255 at 512), and BOS replacement.
-func TestLCPPWindows(t *testing.T) {
+func TestWindows(t *testing.T) {
 	for _, c := range []struct{ n, nCtx, want int }{{1024, 512, 2}, {1535, 512, 2}, {1536, 512, 3}, {300, 128, 2}, {6, 3, 2}} {
-		got, err := LCPPChunks(c.n, c.nCtx)
+		got, err := Chunks(c.n, c.nCtx)
 		if err != nil || got != c.want {
-			t.Errorf("LCPPChunks(%d, %d) = %d, %v; want %d", c.n, c.nCtx, got, err, c.want)
+			t.Errorf("Chunks(%d, %d) = %d, %v; want %d", c.n, c.nCtx, got, err, c.want)
 		}
 	}
 	for _, c := range []struct{ n, nCtx int }{{1023, 512}, {0, 512}, {255, 128}, {100, 2}} {
-		if _, err := LCPPChunks(c.n, c.nCtx); !errors.Is(err, ErrLCPPShort) {
-			t.Errorf("LCPPChunks(%d, %d): err %v, want ErrLCPPShort", c.n, c.nCtx, err)
+		if _, err := Chunks(c.n, c.nCtx); !errors.Is(err, ErrShort) {
+			t.Errorf("Chunks(%d, %d): err %v, want ErrShort", c.n, c.nCtx, err)
 		}
 	}
 	for _, c := range []struct{ nCtx, first, n int }{{512, 256, 255}, {128, 64, 63}, {513, 256, 256}, {3, 1, 1}} {
-		first, n := LCPPScored(c.nCtx)
+		first, n := Scored(c.nCtx)
 		if first != c.first || n != c.n {
-			t.Errorf("LCPPScored(%d) = %d, %d; want %d, %d", c.nCtx, first, n, c.first, c.n)
+			t.Errorf("Scored(%d) = %d, %d; want %d, %d", c.nCtx, first, n, c.first, c.n)
 		}
 		// The last scored position predicts the window's last token.
 		if last := first + n - 1; last+1 != c.nCtx-1 {
@@ -113,28 +113,28 @@ func TestLCPPWindows(t *testing.T) {
 		tokens[i] = 100 + i
 	}
 	orig := slices.Clone(tokens)
-	w := LCPPWindow(nil, tokens, 8, 1, 7)
+	w := Window(nil, tokens, 8, 1, 7)
 	if want := []int{7, 109, 110, 111, 112, 113, 114, 115}; !slices.Equal(w, want) {
 		t.Errorf("window 1 with BOS 7 = %v, want %v", w, want)
 	}
 	if !slices.Equal(tokens, orig) {
-		t.Error("LCPPWindow changed the stored tokens")
+		t.Error("Window changed the stored tokens")
 	}
-	if w = LCPPWindow(w, tokens, 8, 0, -1); !slices.Equal(w, tokens[:8]) {
+	if w = Window(w, tokens, 8, 0, -1); !slices.Equal(w, tokens[:8]) {
 		t.Errorf("window 0 without BOS = %v", w)
 	}
 }
 
-// TestLCPPScoreHand: one position with exactly representable base
+// TestScoreHand: one position with exactly representable base
 // log-probabilities (scale 0.5, min_log_prob −20): log p_B = −1, −2, −2 and
 // −20 (below −16, so left out of the KL), against logits z = 0, 1, 0, −50.
-func TestLCPPScoreHand(t *testing.T) {
+func TestScoreHand(t *testing.T) {
 	codes := []uint16{38, 36, 36, 0} // −20 + 0.5·q
 	z := []float32{0, 1, 0, -50}
-	p := LCPPScore(z, codes, 0.5, -20, 1)
+	p := Score(z, codes, 0.5, -20, 1)
 	L := math.Log(2 + math.E + math.Exp(-50)) // logsumexp(z)
 	wantKL := math.Exp(-1)*(-1-(0-L)) + math.Exp(-2)*(-2-(1-L)) + math.Exp(-2)*(-2-(0-L))
-	want := LCPPPosition{NLL: L - 1, NLLBase: 2, KLD: wantKL,
+	want := Position{NLL: L - 1, NLLBase: 2, KLD: wantKL,
 		DeltaP: math.E/(2+math.E) - math.Exp(-2), SameTop: false} // argmax z = 1, argmax base = 0
 	// float64 throughout, with base log-probabilities exact in float32.
 	const tol = 1e-12
@@ -152,7 +152,7 @@ func TestLCPPScoreHand(t *testing.T) {
 		{[]float32{1, 3, 3}, []uint16{5, 5, 1}, false},
 		{[]float32{1, 3, 3}, []uint16{1, 5, 5}, true},
 	} {
-		if got := LCPPScore(c.z, c.codes, 0.5, -20, 0).SameTop; got != c.same {
+		if got := Score(c.z, c.codes, 0.5, -20, 0).SameTop; got != c.same {
 			t.Errorf("z %v, codes %v: SameTop %v, want %v", c.z, c.codes, got, c.same)
 		}
 	}
@@ -164,16 +164,16 @@ func TestLCPPScoreHand(t *testing.T) {
 		z[i] = float32(4 * rng.NormFloat64())
 	}
 	codes = make([]uint16, len(z))
-	scale, mlp := LCPPCompress(codes, z)
-	self := LCPPScore(z, codes, scale, mlp, 17)
+	scale, mlp := Compress(codes, z)
+	self := Score(z, codes, scale, mlp, 17)
 	if tol := float64(scale)/2 + 1e-5; math.Abs(self.NLL-self.NLLBase) > tol || math.Abs(self.KLD) > tol || !self.SameTop {
 		t.Errorf("self comparison %+v (scale %v)", self, scale)
 	}
 }
 
-// TestLCPPStatsHand checks the aggregate formulas on small samples whose
+// TestStatsHand checks the aggregate formulas on small samples whose
 // values are worked out by hand in the comments.
-func TestLCPPStatsHand(t *testing.T) {
+func TestStatsHand(t *testing.T) {
 	near := func(name string, got, want, tol float64) {
 		t.Helper()
 		if math.Abs(got-want) > tol {
@@ -186,33 +186,33 @@ func TestLCPPStatsHand(t *testing.T) {
 	for x := 1.0; x <= 12; x++ {
 		s1, s2 = s1+x, s2+x*x
 	}
-	e := lcppMeanSE(s1, s2, 12)
+	e := meanSE(s1, s2, 12)
 	near("mean", e.Value, 6.5, 1e-12)
 	near("se", e.Unc, math.Sqrt(13.0/12), 1e-12)
-	if e := lcppMeanSE(55, 385, 10); e.Unc != 0 || e.Value != 5.5 { // 1…10: N ≤ 10 → se 0
+	if e := meanSE(55, 385, 10); e.Unc != 0 || e.Value != 5.5 { // 1…10: N ≤ 10 → se 0
 		t.Errorf("N = 10: %+v, want 5.5 ± 0", e)
 	}
-	if e := lcppMeanSE(36, 36*3, 12); e.Unc != 0 { // all 3: variance 0 → se 0
+	if e := meanSE(36, 36*3, 12); e.Unc != 0 { // all 3: variance 0 → se 0
 		t.Errorf("constant: %+v, want se 0", e)
 	}
 	// b = 2x: cov = (Σ 2x²/N − 6.5·13)/11 = 2·(143/12)/11 = 13/6; cor = cov/(se_a·se_b) = 1.
-	cov := lcppCovariance(s1, 2*s1, 2*s2, 12)
+	cov := covariance(s1, 2*s1, 2*s2, 12)
 	near("cov", cov, 13.0/6, 1e-12)
 	near("cor", cov/(e.Unc*2*e.Unc), 1, 1e-12)
-	near("cov(x, −x)", lcppCovariance(s1, -s1, -s2, 12), -13.0/12, 1e-12) // −(143/12)/11
-	if c := lcppCovariance(1, 2, 3, 9); c != 0 {
+	near("cov(x, −x)", covariance(s1, -s1, -s2, 12), -13.0/12, 1e-12) // −(143/12)/11
+	if c := covariance(1, 2, 3, 9); c != 0 {
 		t.Errorf("cov with N = 9 is %v, want 0", c)
 	}
 	// Percentiles at f·(N−1) with linear interpolation.
 	five := []float64{1, 2, 3, 4, 5}
 	for _, c := range []struct{ f, want float64 }{{0, 1}, {1, 5}, {0.5, 3}, {0.9, 4.6}, {0.999, 4.996}, {0.1, 1.4}, {0.001, 1.004}} {
-		near("percentile", lcppPercentile(five, c.f), c.want, 1e-12)
+		near("percentile", percentile(five, c.f), c.want, 1e-12)
 	}
-	near("median of 4", lcppPercentile([]float64{1, 2, 3, 4}, 0.5), 2.5, 1e-12) // mean of the middle two
+	near("median of 4", percentile([]float64{1, 2, 3, 4}, 0.5), 2.5, 1e-12) // mean of the middle two
 	// Same top p: 9 of 12 → 0.75 ± sqrt(0.75·0.25/11) = 0.1305582.
-	var st LCPPStats
+	var st Stats
 	for i := range 12 {
-		st.Add(LCPPPosition{SameTop: i < 9})
+		st.Add(Position{SameTop: i < 9})
 	}
 	got := st.sameTop()
 	near("same top", got.Value, 0.75, 1e-15)
@@ -222,15 +222,15 @@ func TestLCPPStatsHand(t *testing.T) {
 	}
 }
 
-// TestLCPPReportTwoPass compares the report of 150 seeded positions with
+// TestReportTwoPass compares the report of 150 seeded positions with
 // textbook two-pass formulas computed here from the raw values.
-func TestLCPPReportTwoPass(t *testing.T) {
+func TestReportTwoPass(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	var st LCPPStats
-	var ps []LCPPPosition
+	var st Stats
+	var ps []Position
 	for i := range 150 {
 		b := 2 + rng.NormFloat64()
-		p := LCPPPosition{NLLBase: b, NLL: b + 0.1 + 0.05*rng.NormFloat64(), KLD: 0.02 * rng.ExpFloat64(),
+		p := Position{NLLBase: b, NLL: b + 0.1 + 0.05*rng.NormFloat64(), KLD: 0.02 * rng.ExpFloat64(),
 			DeltaP: 0.03 * rng.NormFloat64(), SameTop: rng.Float64() < 0.8}
 		ps = append(ps, p)
 		st.Add(p)
@@ -240,7 +240,7 @@ func TestLCPPReportTwoPass(t *testing.T) {
 	}
 	r := st.Report(101, 7, 3)
 	N := float64(len(ps))
-	mean := func(f func(LCPPPosition) float64) float64 {
+	mean := func(f func(Position) float64) float64 {
 		var s float64
 		for _, p := range ps {
 			s += f(p)
@@ -248,7 +248,7 @@ func TestLCPPReportTwoPass(t *testing.T) {
 		return s / N
 	}
 	// se of a mean: sqrt(Σ(x − mean)²/N/(N−1)); cov alike.
-	cov := func(f, g func(LCPPPosition) float64) float64 {
+	cov := func(f, g func(Position) float64) float64 {
 		mf, mg := mean(f), mean(g)
 		var s float64
 		for _, p := range ps {
@@ -256,11 +256,11 @@ func TestLCPPReportTwoPass(t *testing.T) {
 		}
 		return s / N / (N - 1)
 	}
-	nll := func(p LCPPPosition) float64 { return p.NLL }
-	nllB := func(p LCPPPosition) float64 { return p.NLLBase }
-	kld := func(p LCPPPosition) float64 { return p.KLD }
-	dp := func(p LCPPPosition) float64 { return p.DeltaP }
-	dp2 := func(p LCPPPosition) float64 { return p.DeltaP * p.DeltaP }
+	nll := func(p Position) float64 { return p.NLL }
+	nllB := func(p Position) float64 { return p.NLLBase }
+	kld := func(p Position) float64 { return p.KLD }
+	dp := func(p Position) float64 { return p.DeltaP }
+	dp2 := func(p Position) float64 { return p.DeltaP * p.DeltaP }
 	seQ, seB, c := math.Sqrt(cov(nll, nll)), math.Sqrt(cov(nllB, nllB)), cov(nll, nllB)
 	// One-pass (llama.cpp) against two-pass sums: agreement to ~1e-12
 	// relative; 1e-9 leaves room for cancellation in Σx²/N − mean².

@@ -1,77 +1,64 @@
-package eval
-
-// llama.cpp-compatible KL mode: the definitions of llama.cpp's
-// `llama-perplexity --kl-divergence` (tools/perplexity/perplexity.cpp:
-// perplexity, log_softmax, process_logits, kl_divergence), as
-// docs/quantization.md §7.3 "llama.cpp-compatible KL mode" states them.
-// Results of this mode are compared only with results of this mode: it
-// scores the second half of each window against a uint16-compressed base,
-// which is not the definition of forge's own trace (§7.1).
-//
-// The flow is
-//
-//	trace:    tokens → LCPPChunks → for each window: LCPPWindow → model logits
-//	          → LCPPCompress of the scored rows → LCPPBaseWriter
-//	evaluate: LCPPBase → for each window: LCPPWindow → candidate logits
-//	          → LCPPScore of the scored rows → LCPPStats → LCPPReport
+package lcpp
 
 import (
 	"errors"
 	"fmt"
 	"math"
+
+	"forge/eval"
 )
 
-// LCPPDefaultCtx is llama-perplexity's default window length (-c 512).
-const LCPPDefaultCtx = 512
+// DefaultCtx is llama-perplexity's default window length (-c 512).
+const DefaultCtx = 512
 
-// lcppLogProbFloor: base log-probabilities at or below −16 nats are left out
+// logProbFloor: base log-probabilities at or below −16 nats are left out
 // of the KL sum, and logits more than 16 below the maximum are all stored as
 // code 0 (llama.cpp's log_softmax: min_logit = max(min_logit, max_logit − 16)).
-const lcppLogProbFloor = 16
+const logProbFloor = 16
 
 // Sentinel errors for errors.Is; every error also names the file or input.
 var (
-	// ErrLCPPShort: the text tokenizes to fewer than 2·n_ctx tokens, or
+	// ErrShort: the text tokenizes to fewer than 2·n_ctx tokens, or
 	// n_ctx leaves no scored position.
-	ErrLCPPShort = errors.New("eval: too few tokens for llama.cpp KL windows")
-	// ErrLCPPBase: a base file is not a complete, valid llama.cpp KL base
+	ErrShort = errors.New("lcpp: too few tokens for llama.cpp KL windows")
+	// ErrBase: a base file is not a complete, valid llama.cpp KL base
 	// (wrong magic or metadata, inconsistent sizes, truncated).
-	ErrLCPPBase = errors.New("eval: invalid llama.cpp KL base")
-	// ErrLCPPMismatch: the base does not fit the candidate (vocabulary size,
+	ErrBase = errors.New("lcpp: invalid llama.cpp KL base")
+	// ErrMismatch: the base does not fit the candidate (vocabulary size,
 	// window length, BOS rule).
-	ErrLCPPMismatch = errors.New("eval: llama.cpp KL base does not match the candidate")
+	ErrMismatch = errors.New("lcpp: llama.cpp KL base does not match the candidate")
 )
 
-// LCPPScored returns the scored positions of a window of nCtx tokens:
+// Scored returns the scored positions of a window of nCtx tokens:
 // positions first … nCtx−2, n of them, where first = nCtx/2 and
 // n = nCtx − 1 − first. Position j's logits predict token j+1 of the window
 // (255 positions per window at nCtx = 512).
-func LCPPScored(nCtx int) (first, n int) {
+func Scored(nCtx int) (first, n int) {
 	first = nCtx / 2
 	return first, nCtx - 1 - first
 }
 
-// LCPPChunks returns n_chunk = ⌊nTokens / nCtx⌋, the number of windows of
+// Chunks returns n_chunk = ⌊nTokens / nCtx⌋, the number of windows of
 // nCtx tokens a text of nTokens tokens is cut into. Like llama.cpp it needs at
 // least 2·nCtx tokens, and nCtx must leave at least one scored position
-// (nCtx ≥ 3); otherwise the error wraps ErrLCPPShort.
-func LCPPChunks(nTokens, nCtx int) (int, error) {
+// (nCtx ≥ 3); otherwise the error wraps ErrShort.
+func Chunks(nTokens, nCtx int) (int, error) {
 	if nCtx < 3 {
-		return 0, fmt.Errorf("%w: a window of %d tokens has no scored position (need n_ctx ≥ 3)", ErrLCPPShort, nCtx)
+		return 0, fmt.Errorf("%w: a window of %d tokens has no scored position (need n_ctx ≥ 3)", ErrShort, nCtx)
 	}
 	if nTokens < 2*nCtx {
 		return 0, fmt.Errorf("%w: the text tokenizes to only %d tokens; at least %d (2·n_ctx) are needed with a context of %d",
-			ErrLCPPShort, nTokens, 2*nCtx, nCtx)
+			ErrShort, nTokens, 2*nCtx, nCtx)
 	}
 	return nTokens / nCtx, nil
 }
 
-// LCPPWindow copies window i, tokens[i·nCtx : (i+1)·nCtx], into dst (grown
+// Window copies window i, tokens[i·nCtx : (i+1)·nCtx], into dst (grown
 // as needed) and returns it as the model evaluates it: when bos ≥ 0 the
 // first token is replaced by bos (llama.cpp does this when the vocabulary
 // adds a BOS token; the stored tokens, and the token each scored position
 // predicts, are the original ones). Pass bos < 0 for no replacement.
-func LCPPWindow(dst, tokens []int, nCtx, i, bos int) []int {
+func Window(dst, tokens []int, nCtx, i, bos int) []int {
 	dst = append(dst[:0], tokens[i*nCtx:(i+1)*nCtx]...)
 	if bos >= 0 {
 		dst[0] = bos
@@ -79,7 +66,7 @@ func LCPPWindow(dst, tokens []int, nCtx, i, bos int) []int {
 	return dst
 }
 
-// LCPPCompress stores the log-softmax of one row of logits z in 16 bits per
+// Compress stores the log-softmax of one row of logits z in 16 bits per
 // entry, as llama.cpp's log_softmax(n_vocab, logits, log_prob, tok) does for
 // --kl-divergence-base. With max and min the extremes of z and min raised to
 // at least max − 16,
@@ -88,21 +75,21 @@ func LCPPWindow(dst, tokens []int, nCtx, i, bos int) []int {
 //	min_log_prob = min − max − log Σ_i exp(z_i − max)
 //	dst[i]       = round((z_i − min) / scale)   (0 when z_i ≤ min, or when scale = 0)
 //
-// so that scale·dst[i] + min_log_prob (LCPPLogProb) is log p_i to within
+// so that scale·dst[i] + min_log_prob (LogProb) is log p_i to within
 // scale/2 for every z_i above min, and min_log_prob for the rest. The
 // arithmetic follows llama.cpp's float32 steps (round half to even, as its
 // nearest_int) so a base written here matches one written there.
 // len(dst) must be len(z).
-func LCPPCompress(dst []uint16, z []float32) (scale, minLogProb float32) {
+func Compress(dst []uint16, z []float32) (scale, minLogProb float32) {
 	if len(dst) != len(z) {
-		panic(fmt.Sprintf("eval.LCPPCompress: %d codes for %d logits", len(dst), len(z)))
+		panic(fmt.Sprintf("lcpp.Compress: %d codes for %d logits", len(dst), len(z)))
 	}
 	maxZ, minZ := z[0], z[0]
 	for _, v := range z[1:] {
 		maxZ = max(maxZ, v)
 		minZ = min(minZ, v)
 	}
-	minZ = max(minZ, maxZ-lcppLogProbFloor)
+	minZ = max(minZ, maxZ-logProbFloor)
 	var sum float64
 	for _, v := range z {
 		sum += math.Exp(float64(v - maxZ))
@@ -126,56 +113,46 @@ func LCPPCompress(dst []uint16, z []float32) (scale, minLogProb float32) {
 	return scale, minLogProb
 }
 
-// LCPPLogProb decodes one stored entry: the base log-probability
+// LogProb decodes one stored entry: the base log-probability
 // scale·q + min_log_prob, in float32 as llama.cpp computes it.
-func LCPPLogProb(scale, minLogProb float32, q uint16) float32 {
+func LogProb(scale, minLogProb float32, q uint16) float32 {
 	return float32(scale*float32(q)) + minLogProb
 }
 
-// LCPPPosition is one scored position: the candidate Q's logits against the
+// Position is one scored position: the candidate Q's logits against the
 // base B's stored distribution, for the observed next token.
-type LCPPPosition struct {
-	NLL     float64 // nll_Q = logsumexp(z) − z[tok]
+type Position struct {
+	NLL     float64 // nll_Q = logsumexp(z) − z[tok] (eval.NLL)
 	NLLBase float64 // nll_B = −log p_B[tok], from the decoded base
 	KLD     float64 // Σ_{i: log p_B,i > −16} p_B,i (log p_B,i − log q_i); may be slightly negative
 	DeltaP  float64 // Δp = exp(−nll_Q) − exp(−nll_B)
 	SameTop bool    // argmax z = argmax log p_B, each the first index among ties
 }
 
-// LCPPScore scores one position as llama.cpp's log_softmax(n_vocab, logits,
+// Score scores one position as llama.cpp's log_softmax(n_vocab, logits,
 // base_log_prob, tok, kld) does: z are the candidate's logits [vocab], codes
-// with scale and minLogProb the base's stored row (LCPPCompress), tok the
+// with scale and minLogProb the base's stored row (Compress), tok the
 // token that follows. Q's log-probabilities are z_i − logsumexp(z); the
-// base's are LCPPLogProb of each code. The KL sum skips base entries with
+// base's are LogProb of each code. The KL sum skips base entries with
 // log p_B,i ≤ −16 (those are below the compression's floor), so it is not a
 // true divergence and can come out slightly below zero.
-func LCPPScore(z []float32, codes []uint16, scale, minLogProb float32, tok int) LCPPPosition {
+func Score(z []float32, codes []uint16, scale, minLogProb float32, tok int) Position {
 	if len(codes) != len(z) || tok < 0 || tok >= len(z) {
-		panic(fmt.Sprintf("eval.LCPPScore: %d codes for %d logits, token %d", len(codes), len(z), tok))
+		panic(fmt.Sprintf("lcpp.Score: %d codes for %d logits, token %d", len(codes), len(z), tok))
 	}
-	imax := 0
-	for i, v := range z {
-		if v > z[imax] {
-			imax = i
-		}
-	}
-	maxZ := float64(z[imax])
-	var sum float64
-	for _, v := range z {
-		sum += math.Exp(float64(v) - maxZ)
-	}
-	logZ := maxZ + math.Log(sum) // logsumexp(z)
-	var p LCPPPosition
+	imax := eval.Argmax(z)
+	logZ := eval.LogSumExp(z)
+	var p Position
 	p.NLL = logZ - float64(z[tok])
-	p.NLLBase = -float64(LCPPLogProb(scale, minLogProb, codes[tok]))
+	p.NLLBase = -float64(LogProb(scale, minLogProb, codes[tok]))
 	imaxBase := 0
 	var bestBase float32
 	for i, q := range codes {
-		lpB := LCPPLogProb(scale, minLogProb, q)
+		lpB := LogProb(scale, minLogProb, q)
 		if i == 0 || lpB > bestBase {
 			bestBase, imaxBase = lpB, i
 		}
-		if lpB > -lcppLogProbFloor {
+		if lpB > -logProbFloor {
 			lp := float64(lpB)
 			p.KLD += math.Exp(lp) * (lp - (float64(z[i]) - logZ))
 		}

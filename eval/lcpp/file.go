@@ -1,4 +1,4 @@
-package eval
+package lcpp
 
 import (
 	"bufio"
@@ -15,10 +15,10 @@ import (
 )
 
 // A llama.cpp KL base holds, for every window of the text, the base model's
-// compressed distributions (LCPPCompress) at the window's scored positions.
+// compressed distributions (Compress) at the window's scored positions.
 // It is stored in one of two layouts.
 //
-// LCPPForge, a safetensors file (the default):
+// Forge, a safetensors file (the default):
 //
 //	__metadata__                 format = "forge-lcpp-base", lcpp_version = "2", definition,
 //	                             n_ctx, n_vocab, n_chunk, bos (−1: none), and the writer's
@@ -33,12 +33,12 @@ import (
 //	                             this order (contiguous in the file), little-endian
 //
 // for i = 0 … n_chunk−1 in that order, scored = n_ctx − 1 − n_ctx/2.
-// OpenLCPPBase verifies the tokens' checksum, ReadWindow a window's, and
-// either refuses a mismatch with an error wrapping ErrChecksum that names
+// Open verifies the tokens' checksum, ReadWindow a window's, and
+// either refuses a mismatch with an error wrapping eval.ErrChecksum that names
 // the file and the window. Version 1 files (written before lcpp_version 2)
 // have no crc32c tensors and are still read, unverified.
 //
-// LCPPLlamaCpp, llama.cpp's own --kl-divergence-base file (perplexity.cpp,
+// LlamaCpp, llama.cpp's own --kl-divergence-base file (perplexity.cpp,
 // perplexity() with params.logits_file, read back by kl_divergence()), all
 // little-endian:
 //
@@ -54,51 +54,51 @@ import (
 // any: llama-perplexity reads exactly these bytes and checks the file's
 // size. A file shorter or longer than these sizes is refused.
 
-// LCPPFormat is a base file's layout.
-type LCPPFormat int
+// Format is a base file's layout.
+type Format int
 
 const (
-	LCPPForge    LCPPFormat = iota // safetensors with metadata (the default)
-	LCPPLlamaCpp                   // llama.cpp's --kl-divergence-base binary
+	Forge    Format = iota // safetensors with metadata (the default)
+	LlamaCpp               // llama.cpp's --kl-divergence-base binary
 )
 
 // String names the format.
-func (f LCPPFormat) String() string {
-	if f == LCPPLlamaCpp {
+func (f Format) String() string {
+	if f == LlamaCpp {
 		return "llama.cpp"
 	}
 	return "forge"
 }
 
-// LCPPBOSUnknown is LCPPHeader.BOS for a llama.cpp file, which does not say
+// BOSUnknown is Header.BOS for a llama.cpp file, which does not say
 // whether windows began with a BOS.
-const LCPPBOSUnknown = -2
+const BOSUnknown = -2
 
 const (
-	lcppMagic       = "_logits_"
-	lcppFormatName  = "forge-lcpp-base"
-	lcppVersion     = 2  // lcpp_version written; 1 (no checksums) is read too
-	lcppBinHeader   = 20 // magic, n_ctx, n_vocab, n_chunk
-	lcppMaxElements = 1 << 50
+	binMagic      = "_logits_"
+	formatName    = "forge-lcpp-base"
+	layoutVersion = 2  // lcpp_version written; 1 (no checksums) is read too
+	binHeader     = 20 // magic, n_ctx, n_vocab, n_chunk
+	maxElements   = 1 << 50
 )
 
-// LCPPHeader is what every window of a base shares.
-type LCPPHeader struct {
+// Header is what every window of a base shares.
+type Header struct {
 	NCtx, NVocab, NChunk int
 	Tokens               []int // [NChunk·NCtx], as tokenized (window starts not replaced)
 	// BOS is the id that replaced each window's first token when the base
-	// was computed, −1 for none, LCPPBOSUnknown when the file does not say.
+	// was computed, −1 for none, BOSUnknown when the file does not say.
 	BOS  int
-	Meta map[string]string // provenance, stored by LCPPForge only
+	Meta map[string]string // provenance, stored by Forge only
 }
 
 // Scored returns the number of scored rows per window.
-func (h *LCPPHeader) Scored() int { _, n := LCPPScored(h.NCtx); return n }
+func (h *Header) Scored() int { _, n := Scored(h.NCtx); return n }
 
 // check validates the header's numbers and tokens; it names path.
-func (h *LCPPHeader) check(path string) error {
+func (h *Header) check(path string) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrLCPPBase, path, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s: %s", ErrBase, path, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case h.NCtx < 3:
@@ -107,11 +107,11 @@ func (h *LCPPHeader) check(path string) error {
 		return bad("n_vocab %d", h.NVocab)
 	case h.NChunk < 1:
 		return bad("n_chunk %d", h.NChunk)
-	case float64(h.NChunk)*float64(h.NCtx)*float64(h.NVocab+6) > lcppMaxElements:
+	case float64(h.NChunk)*float64(h.NCtx)*float64(h.NVocab+6) > maxElements:
 		return bad("n_chunk %d × n_ctx %d × n_vocab %d is implausibly large", h.NChunk, h.NCtx, h.NVocab)
 	case len(h.Tokens) != h.NChunk*h.NCtx:
 		return bad("%d tokens for %d windows of %d", len(h.Tokens), h.NChunk, h.NCtx)
-	case h.BOS < LCPPBOSUnknown || h.BOS >= h.NVocab:
+	case h.BOS < BOSUnknown || h.BOS >= h.NVocab:
 		return bad("BOS id %d outside the vocabulary of %d", h.BOS, h.NVocab)
 	}
 	for i, t := range h.Tokens {
@@ -122,50 +122,53 @@ func (h *LCPPHeader) check(path string) error {
 	return nil
 }
 
-// LCPPBaseWindow is one window's compressed base rows.
-type LCPPBaseWindow struct {
-	Codes      []uint16  // [scored][vocab] LCPPCompress codes
+// BaseWindow is one window's compressed base rows.
+type BaseWindow struct {
+	Codes      []uint16  // [scored][vocab] Compress codes
 	Scale      []float32 // [scored]
 	MinLogProb []float32 // [scored]
 	vocab      int
 }
 
 // Resize shapes w for scored rows of vocab entries, reusing its memory.
-func (w *LCPPBaseWindow) Resize(scored, vocab int) {
-	w.Codes = lcppGrow(w.Codes, scored*vocab)
-	w.Scale = lcppGrow(w.Scale, scored)
-	w.MinLogProb = lcppGrow(w.MinLogProb, scored)
+func (w *BaseWindow) Resize(scored, vocab int) {
+	w.Codes = grow(w.Codes, scored*vocab)
+	w.Scale = grow(w.Scale, scored)
+	w.MinLogProb = grow(w.MinLogProb, scored)
 	w.vocab = vocab
 }
 
 // Row returns row j's codes (a view), scale and min_log_prob.
-func (w *LCPPBaseWindow) Row(j int) (codes []uint16, scale, minLogProb float32) {
+func (w *BaseWindow) Row(j int) (codes []uint16, scale, minLogProb float32) {
 	return w.Codes[j*w.vocab : (j+1)*w.vocab], w.Scale[j], w.MinLogProb[j]
 }
 
-// Compress stores row j as LCPPCompress of logits z.
-func (w *LCPPBaseWindow) Compress(j int, z []float32) {
-	w.Scale[j], w.MinLogProb[j] = LCPPCompress(w.Codes[j*w.vocab:(j+1)*w.vocab], z)
+// Compress stores row j as Compress of logits z.
+func (w *BaseWindow) Compress(j int, z []float32) {
+	w.Scale[j], w.MinLogProb[j] = Compress(w.Codes[j*w.vocab:(j+1)*w.vocab], z)
 }
 
-func lcppGrow[T any](s []T, n int) []T {
+func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
 	}
 	return s[:n]
 }
 
-// lcppNames are window i's tensor names in the forge layout.
-func lcppNames(i int) (codes, scale, minLogProb, sum string) {
+// windowNames are window i's tensor names in the forge layout.
+func windowNames(i int) (codes, scale, minLogProb, sum string) {
 	p := "window." + strconv.Itoa(i) + "."
 	return p + "codes", p + "scale", p + "min_log_prob", p + "crc32c"
 }
 
-// lcppTokensSum names the tokens' checksum in the forge layout.
-const lcppTokensSum = "tokens.crc32c"
+// tokensSum names the tokens' checksum in the forge layout.
+const tokensSum = "tokens.crc32c"
 
-// lcppSum returns the CRC-32C of the concatenated parts, little-endian.
-func lcppSum(parts ...[]byte) []byte {
+// castagnoli is the CRC-32C table (the checksum of eval's traces too).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksum returns the CRC-32C of the concatenated parts, little-endian.
+func checksum(parts ...[]byte) []byte {
 	var sum uint32
 	for _, p := range parts {
 		sum = crc32.Update(sum, castagnoli, p)
@@ -173,20 +176,20 @@ func lcppSum(parts ...[]byte) []byte {
 	return binary.LittleEndian.AppendUint32(nil, sum)
 }
 
-// LCPPBaseWriter streams a base to disk window by window; the file appears
+// Writer streams a base to disk window by window; the file appears
 // at its path only when Close succeeds (written to a temporary file beside
 // it, synced, renamed). Use it as
 //
-//	w, err := eval.CreateLCPPBase(path, h, eval.LCPPForge)
+//	w, err := Create(path, h, Forge)
 //	if err != nil { … }
 //	defer w.Abort()
 //	for … { if err := w.WriteWindow(&win); err != nil { return err } }
 //	return w.Close()
-type LCPPBaseWriter struct {
-	h      LCPPHeader
+type Writer struct {
+	h      Header
 	path   string
-	st     *safetensors.Writer // LCPPForge
-	bin    *os.File            // LCPPLlamaCpp: the temporary file
+	st     *safetensors.Writer // Forge
+	bin    *os.File            // LlamaCpp: the temporary file
 	buf    *bufio.Writer
 	next   int // windows written
 	scored int
@@ -194,31 +197,31 @@ type LCPPBaseWriter struct {
 	err    error
 }
 
-// CreateLCPPBase checks h and starts writing a base in the given layout.
-func CreateLCPPBase(path string, h LCPPHeader, format LCPPFormat) (*LCPPBaseWriter, error) {
+// Create checks h and starts writing a base in the given layout.
+func Create(path string, h Header, format Format) (*Writer, error) {
 	if err := h.check(path); err != nil {
 		return nil, err
 	}
-	w := &LCPPBaseWriter{h: h, path: path, scored: h.Scored()}
-	if format == LCPPLlamaCpp {
+	w := &Writer{h: h, path: path, scored: h.Scored()}
+	if format == LlamaCpp {
 		return w, w.createBin()
 	}
 	meta := map[string]string{}
 	for k, v := range h.Meta {
 		meta[k] = v
 	}
-	for k, v := range map[string]string{"format": lcppFormatName, "lcpp_version": strconv.Itoa(lcppVersion),
-		"definition": LCPPDefinition, "n_ctx": strconv.Itoa(h.NCtx), "n_vocab": strconv.Itoa(h.NVocab),
+	for k, v := range map[string]string{"format": formatName, "lcpp_version": strconv.Itoa(layoutVersion),
+		"definition": Definition, "n_ctx": strconv.Itoa(h.NCtx), "n_vocab": strconv.Itoa(h.NVocab),
 		"n_chunk": strconv.Itoa(h.NChunk), "bos": strconv.Itoa(h.BOS)} {
 		if _, ok := h.Meta[k]; ok {
 			return nil, fmt.Errorf("lcpp base %s: metadata key %q is reserved", path, k)
 		}
 		meta[k] = v
 	}
-	sum := safetensors.TensorInfo{Name: lcppTokensSum, DType: safetensors.U8, Shape: []int{4}}
+	sum := safetensors.TensorInfo{Name: tokensSum, DType: safetensors.U8, Shape: []int{4}}
 	infos := []safetensors.TensorInfo{{Name: "tokens", DType: safetensors.I32, Shape: []int{len(h.Tokens)}}, sum}
 	for i := range h.NChunk {
-		c, s, m, sumName := lcppNames(i)
+		c, s, m, sumName := windowNames(i)
 		sum.Name = sumName
 		infos = append(infos,
 			safetensors.TensorInfo{Name: c, DType: safetensors.I16, Shape: []int{w.scored, h.NVocab}},
@@ -230,9 +233,9 @@ func CreateLCPPBase(path string, h LCPPHeader, format LCPPFormat) (*LCPPBaseWrit
 		return nil, err
 	}
 	w.st = st
-	tokens := lcppAppendInt32s(nil, h.Tokens)
+	tokens := appendInt32s(nil, h.Tokens)
 	if err := st.WriteTensor("tokens", tokens); err == nil {
-		err = st.WriteTensor(lcppTokensSum, lcppSum(tokens))
+		err = st.WriteTensor(tokensSum, checksum(tokens))
 	}
 	if err != nil {
 		st.Abort()
@@ -242,17 +245,17 @@ func CreateLCPPBase(path string, h LCPPHeader, format LCPPFormat) (*LCPPBaseWrit
 }
 
 // createBin opens the temporary file and writes llama.cpp's header.
-func (w *LCPPBaseWriter) createBin() error {
+func (w *Writer) createBin() error {
 	f, err := os.CreateTemp(filepath.Dir(w.path), filepath.Base(w.path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("lcpp base %s: %w", w.path, err)
 	}
 	w.bin, w.buf = f, bufio.NewWriterSize(f, 1<<20)
-	hdr := []byte(lcppMagic)
+	hdr := []byte(binMagic)
 	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(w.h.NCtx))
 	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(w.h.NVocab))
 	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(w.h.NChunk))
-	hdr = lcppAppendInt32s(hdr, w.h.Tokens)
+	hdr = appendInt32s(hdr, w.h.Tokens)
 	if _, err := w.buf.Write(hdr); err != nil {
 		w.Abort()
 		return fmt.Errorf("lcpp base %s: %w", w.path, err)
@@ -261,7 +264,7 @@ func (w *LCPPBaseWriter) createBin() error {
 }
 
 // WriteWindow writes the next window's rows (shaped [scored][n_vocab]).
-func (w *LCPPBaseWriter) WriteWindow(win *LCPPBaseWindow) error {
+func (w *Writer) WriteWindow(win *BaseWindow) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -274,13 +277,13 @@ func (w *LCPPBaseWriter) WriteWindow(win *LCPPBaseWindow) error {
 	}
 	var err error
 	if w.st != nil {
-		c, s, m, sum := lcppNames(w.next)
-		w.scr = lcppAppendUint16s(w.scr[:0], win.Codes)
-		scale, mlp := appendF32(nil, win.Scale), appendF32(nil, win.MinLogProb)
+		c, s, m, sum := windowNames(w.next)
+		w.scr = appendUint16s(w.scr[:0], win.Codes)
+		scale, mlp := appendFloat32s(nil, win.Scale), appendFloat32s(nil, win.MinLogProb)
 		for _, t := range []struct {
 			name string
 			raw  []byte
-		}{{c, w.scr}, {s, scale}, {m, mlp}, {sum, lcppSum(w.scr, scale, mlp)}} {
+		}{{c, w.scr}, {s, scale}, {m, mlp}, {sum, checksum(w.scr, scale, mlp)}} {
 			if err = w.st.WriteTensor(t.name, t.raw); err != nil {
 				break
 			}
@@ -290,7 +293,7 @@ func (w *LCPPBaseWriter) WriteWindow(win *LCPPBaseWindow) error {
 			codes, scale, mlp := win.Row(j)
 			b := binary.LittleEndian.AppendUint32(w.scr[:0], math.Float32bits(scale))
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(mlp))
-			b = lcppAppendUint16s(b, codes)
+			b = appendUint16s(b, codes)
 			if w.h.NVocab%2 == 1 {
 				b = append(b, 0, 0)
 			}
@@ -308,7 +311,7 @@ func (w *LCPPBaseWriter) WriteWindow(win *LCPPBaseWindow) error {
 	return nil
 }
 
-func (w *LCPPBaseWriter) fail(err error) error {
+func (w *Writer) fail(err error) error {
 	if w.err == nil {
 		w.err = err
 	}
@@ -317,7 +320,7 @@ func (w *LCPPBaseWriter) fail(err error) error {
 
 // Close checks that every window was written, then makes the file durable
 // and renames it into place.
-func (w *LCPPBaseWriter) Close() error {
+func (w *Writer) Close() error {
 	if w.err != nil {
 		w.Abort()
 		return w.err
@@ -349,7 +352,7 @@ func (w *LCPPBaseWriter) Close() error {
 }
 
 // Abort discards an unfinished file; after Close it does nothing.
-func (w *LCPPBaseWriter) Abort() {
+func (w *Writer) Abort() {
 	if w.st != nil {
 		w.st.Abort()
 	}
@@ -361,16 +364,23 @@ func (w *LCPPBaseWriter) Abort() {
 	w.fail(fmt.Errorf("lcpp base %s: writer aborted", w.path))
 }
 
-func lcppAppendInt32s(dst []byte, v []int) []byte {
+func appendInt32s(dst []byte, v []int) []byte {
 	for _, x := range v {
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(int32(x)))
 	}
 	return dst
 }
 
-func lcppAppendUint16s(dst []byte, v []uint16) []byte {
+func appendUint16s(dst []byte, v []uint16) []byte {
 	for _, x := range v {
 		dst = binary.LittleEndian.AppendUint16(dst, x)
+	}
+	return dst
+}
+
+func appendFloat32s(dst []byte, v []float32) []byte {
+	for _, x := range v {
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(x))
 	}
 	return dst
 }

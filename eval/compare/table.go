@@ -1,4 +1,4 @@
-package eval
+package compare
 
 import (
 	"bytes"
@@ -8,13 +8,15 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
+
+	"forge/internal/units"
 )
 
-// compareColumn is one column of the comparison table.
-type compareColumn struct {
+// column is one column of the comparison table.
+type column struct {
 	head    string
 	numeric bool // right-aligned in Markdown
-	cell    func(*ComparedRun) string
+	cell    func(*Run) string
 }
 
 // none marks a value the report does not carry.
@@ -23,18 +25,18 @@ const none = "–"
 // columns returns the columns of g's table: the run, its size (bytes, bpw)
 // and positions, the KL summary, top-1 agreement and perplexities, and the
 // ablation's parts and layers when any run of g has them.
-func (g *ComparisonGroup) columns() []compareColumn {
-	cols := []compareColumn{
-		{"run", false, func(r *ComparedRun) string { return r.Name }},
-		{"size", true, func(r *ComparedRun) string { return formatBytes(r.Bytes) }},
-		{"bpw", true, func(r *ComparedRun) string { return formatPositive(r.BPW, "%.3f") }},
-		{"positions", true, func(r *ComparedRun) string { return fmt.Sprint(r.NPositions) }},
-		{"mean KL", true, func(r *ComparedRun) string { return formatKL(r.MeanKL) }},
-		{"median KL", true, func(r *ComparedRun) string { return formatKL(r.MedianKL) }},
-		{"p99 KL", true, func(r *ComparedRun) string { return formatKL(r.P99KL) }},
-		{"top-1 %", true, func(r *ComparedRun) string { return fmt.Sprintf("%.2f", 100*r.Top1) }},
-		{"ppl", true, func(r *ComparedRun) string { return formatPositive(r.PPL, "%.4f") }},
-		{"ref ppl", true, func(r *ComparedRun) string { return formatPositive(r.RefPPL, "%.4f") }},
+func (g *Group) columns() []column {
+	cols := []column{
+		{"run", false, func(r *Run) string { return r.Name }},
+		{"size", true, func(r *Run) string { return formatBytes(r.Bytes) }},
+		{"bpw", true, func(r *Run) string { return formatPositive(r.BPW, "%.3f") }},
+		{"positions", true, func(r *Run) string { return fmt.Sprint(r.NPositions) }},
+		{"mean KL", true, func(r *Run) string { return formatKL(r.MeanKL) }},
+		{"median KL", true, func(r *Run) string { return formatKL(r.MedianKL) }},
+		{"p99 KL", true, func(r *Run) string { return formatKL(r.P99KL) }},
+		{"top-1 %", true, func(r *Run) string { return fmt.Sprintf("%.2f", 100*r.Top1) }},
+		{"ppl", true, func(r *Run) string { return formatPositive(r.PPL, "%.4f") }},
+		{"ref ppl", true, func(r *Run) string { return formatPositive(r.RefPPL, "%.4f") }},
 	}
 	var parts, layers bool
 	for _, r := range g.Runs {
@@ -42,10 +44,10 @@ func (g *ComparisonGroup) columns() []compareColumn {
 		layers = layers || r.Layers != ""
 	}
 	if parts {
-		cols = append(cols, compareColumn{"parts", false, func(r *ComparedRun) string { return orNone(r.Parts) }})
+		cols = append(cols, column{"parts", false, func(r *Run) string { return orNone(r.Parts) }})
 	}
 	if layers {
-		cols = append(cols, compareColumn{"layers", false, func(r *ComparedRun) string { return orNone(r.Layers) }})
+		cols = append(cols, column{"layers", false, func(r *Run) string { return orNone(r.Layers) }})
 	}
 	return cols
 }
@@ -59,13 +61,13 @@ func formatKL(x float64) string {
 	return fmt.Sprintf("%.4f", x)
 }
 
-// formatBytes writes n as the eval report does (humanBytes: binary
-// units), "–" for 0 (not reported).
+// formatBytes writes n as the eval report does (units.BytesPrecise:
+// binary units), "–" for 0 (not reported).
 func formatBytes(n int64) string {
 	if n <= 0 {
 		return none
 	}
-	return humanBytes(n)
+	return units.BytesPrecise(n)
 }
 
 // formatPositive formats x with format, or "–" when x is 0 (not reported).
@@ -86,8 +88,8 @@ func orNone(s string) string {
 
 // WriteTable writes the comparison as terminal tables, one per definition
 // group, preceded by the warnings: numbers right-aligned, KL in nats,
-// sizes in decimal units, "–" for a value a report does not carry.
-func (c *Comparison) WriteTable(w io.Writer) error {
+// sizes in binary units, "–" for a value a report does not carry.
+func (c *Set) WriteTable(w io.Writer) error {
 	ew := &errWriter{w: w}
 	for _, msg := range c.Warnings {
 		fmt.Fprintf(ew, "warning: %s\n", msg)
@@ -139,7 +141,7 @@ func writeRow(w io.Writer, row []string, width int) {
 // WriteMarkdown writes the comparison as Markdown: the warnings as a
 // quote, then one table per definition group under a heading naming the
 // definition (and the trace when the group's runs share one).
-func (c *Comparison) WriteMarkdown(w io.Writer) error {
+func (c *Set) WriteMarkdown(w io.Writer) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "# Evaluation comparison\n\n")
 	for _, msg := range c.Warnings {

@@ -1,4 +1,4 @@
-package eval
+package lcpp
 
 import (
 	"encoding/binary"
@@ -11,20 +11,21 @@ import (
 	"strings"
 	"testing"
 
+	"forge/eval"
 	"forge/safetensors"
 )
 
-// TestLCPPBaseChecksum: in a forge-layout base, one flipped low bit — of a
+// TestBaseChecksum: in a forge-layout base, one flipped low bit — of a
 // token id, a code, a scale's or a min_log_prob's mantissa, or of a
 // checksum — is refused naming the file and the part: the tokens by
-// OpenLCPPBase, a window by ReadWindow of that window (the others still
+// Open, a window by ReadWindow of that window (the others still
 // read).
-func TestLCPPBaseChecksum(t *testing.T) {
+func TestBaseChecksum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	h, wins := sampleBase(rng, -1)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "base.safetensors")
-	writeBase(t, path, h, wins, LCPPForge)
+	writeBase(t, path, h, wins, Forge)
 	f, err := safetensors.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -56,10 +57,10 @@ func TestLCPPBaseChecksum(t *testing.T) {
 			bad[hdr+int(infos[c.tensor].Begin)+c.byteAt] ^= 1
 			p := filepath.Join(dir, "flipped.safetensors")
 			os.WriteFile(p, bad, 0o644)
-			b, err := OpenLCPPBase(p)
+			b, err := Open(p)
 			if c.what == "tokens" {
-				if !errors.Is(err, ErrChecksum) || !errors.Is(err, ErrLCPPBase) || !strings.Contains(err.Error(), p+": tokens:") {
-					t.Errorf("OpenLCPPBase: %v, want a checksum error naming %s and the tokens", err, p)
+				if !errors.Is(err, eval.ErrChecksum) || !errors.Is(err, ErrBase) || !strings.Contains(err.Error(), p+": tokens:") {
+					t.Errorf("Open: %v, want a checksum error naming %s and the tokens", err, p)
 				}
 				return
 			}
@@ -67,13 +68,13 @@ func TestLCPPBaseChecksum(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			var w LCPPBaseWindow
+			var w BaseWindow
 			for i := range h.NChunk {
 				err := b.ReadWindow(i, &w)
 				if i != 1 && err != nil {
 					t.Errorf("window %d, intact: %v", i, err)
 				}
-				if i == 1 && (!errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), p+": window 1:")) {
+				if i == 1 && (!errors.Is(err, eval.ErrChecksum) || !strings.Contains(err.Error(), p+": window 1:")) {
 					t.Errorf("window 1: %v, want a checksum error naming %s and window 1", err, p)
 				}
 			}
@@ -81,14 +82,14 @@ func TestLCPPBaseChecksum(t *testing.T) {
 	}
 }
 
-// TestLCPPBaseV1 (issue 11): a version 1 forge base (no checksums), made
+// TestBaseV1 (issue 11): a version 1 forge base (no checksums), made
 // by forge at commit 8270692 (testdata/README.md), still opens and reads
 // the same tokens, codes, scales and min_log_probs. The wanted values were
 // printed by that forge reading the file: codes summed with weights
 // (index+1), and Σ scale + 3·min_log_prob (exact: the same float32s added
 // in the same order).
-func TestLCPPBaseV1(t *testing.T) {
-	b, err := OpenLCPPBase(filepath.Join("testdata", "lcpp-v1-base.safetensors"))
+func TestBaseV1(t *testing.T) {
+	b, err := Open(filepath.Join("testdata", "lcpp-v1-base.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestLCPPBaseV1(t *testing.T) {
 	}
 	var codes uint64
 	var f float64
-	var w LCPPBaseWindow
+	var w BaseWindow
 	for i := range b.NChunk {
 		if err := b.ReadWindow(i, &w); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package eval
+package compare
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"forge/eval"
 )
 
 const (
@@ -63,7 +65,7 @@ func profileRows(rows [][]float32, w int) rowProfile {
 			}
 			x = append(x, s/float64(len(part)))
 		}
-		mean := Mean(x)
+		mean := eval.Mean(x)
 		var se float64
 		if n := len(x); n > 1 {
 			var ss float64
@@ -88,7 +90,7 @@ type rowGroup struct {
 // groupRows cuts a run's per-position KL into its rows and groups them by
 // source, labelled by file name (the full path where two names repeat);
 // one group "all rows" when the sources are unknown.
-func groupRows(r *ComparedRun) []rowGroup {
+func groupRows(r *Run) []rowGroup {
 	rows := make([][]float32, len(r.RowPositions))
 	off := 0
 	for i, n := range r.RowPositions {
@@ -126,7 +128,7 @@ type rowPanel struct {
 
 // rowPanels groups the runs' rows by source label, in order of first
 // appearance, and profiles each in windows of w positions.
-func rowPanels(runs []*ComparedRun, w int) []*rowPanel {
+func rowPanels(runs []*Run, w int) []*rowPanel {
 	var panels []*rowPanel
 	index := map[string]*rowPanel{}
 	for i, r := range runs {
@@ -150,7 +152,7 @@ func rowPanels(runs []*ComparedRun, w int) []*rowPanel {
 
 // rowWindow is the window width for rows of at most longest positions:
 // ⌈longest / rowBins⌉.
-func rowWindow(runs []*ComparedRun) (w, longest int) {
+func rowWindow(runs []*Run) (w, longest int) {
 	for _, r := range runs {
 		for _, n := range r.RowPositions {
 			longest = max(longest, n)
@@ -163,7 +165,7 @@ func rowWindow(runs []*ComparedRun) (w, longest int) {
 // (the rows of each file of the trace's recipe), in each a line per run,
 // the rowProfile mean on a log KL axis (values below 1e-4 nats at 1e-4),
 // and a band of ± its standard error across rows. Panels share both axes.
-func rowPlot(runs []*ComparedRun, definition string) (plotRender, error) {
+func rowPlot(runs []*Run, definition string) (plotRender, error) {
 	w, longest := rowWindow(runs)
 	panels := rowPanels(runs, w)
 	lo, hi := math.Inf(1), 10*cdfMinKL
@@ -214,7 +216,7 @@ func rowPlot(runs []*ComparedRun, definition string) (plotRender, error) {
 
 // rowPanelPlot draws one panel's bands and lines, its title naming the
 // source and its rows, its legend each run's mean KL over them.
-func rowPanelPlot(runs []*ComparedRun, panel *rowPanel) (*plot.Plot, error) {
+func rowPanelPlot(runs []*Run, panel *rowPanel) (*plot.Plot, error) {
 	p := plot.New()
 	rows := panel.rows[0]
 	for _, n := range panel.rows {

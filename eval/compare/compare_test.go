@@ -1,4 +1,4 @@
-package eval
+package compare
 
 import (
 	"bytes"
@@ -19,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"gonum.org/v1/plot/vg"
+
+	"forge/eval"
 )
 
 // synthRun describes a synthetic evaluation: KL drawn as scale·Exp(1) at
@@ -89,7 +91,7 @@ func writeSynth(t *testing.T, dir string, s synthRun, seed uint64, withKL bool) 
 	}
 	if s.rows > 0 {
 		fields["row_positions"] = slices.Repeat([]int{s.n / s.rows}, s.rows)
-		fields["sources"] = []RowSource{{"data/code.txt", s.rows / 2}, {"data/prose.txt", s.rows - s.rows/2}}
+		fields["sources"] = []eval.RowSource{{Path: "data/code.txt", Rows: s.rows / 2}, {Path: "data/prose.txt", Rows: s.rows - s.rows/2}}
 	}
 	report = filepath.Join(dir, s.name+".json")
 	writeJSON(t, report, fields)
@@ -199,7 +201,7 @@ func expectedCells(s synthRun, f map[string]any) []string {
 
 func TestCompareTable(t *testing.T) {
 	_, reports, kls, fields := writeRuns(t, threeRuns, true)
-	c, err := LoadComparison(reports, kls)
+	c, err := Load(reports, kls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +257,7 @@ func TestCompareDefinitionGroups(t *testing.T) {
 	runs := slices.Clone(threeRuns)
 	runs[1].definition = "llama.cpp kl-divergence"
 	dir, reports, kls, _ := writeRuns(t, runs, true)
-	c, err := LoadComparison(reports, kls)
+	c, err := Load(reports, kls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +289,7 @@ func TestCompareDefinitionGroups(t *testing.T) {
 
 func TestComparePlots(t *testing.T) {
 	dir, reports, kls, _ := writeRuns(t, threeRuns, true)
-	c, err := LoadComparison(reports, kls)
+	c, err := Load(reports, kls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +376,7 @@ func checkSVG(t *testing.T, path string, data []byte) {
 
 func TestComparePlotsWithoutKL(t *testing.T) {
 	dir, reports, _, _ := writeRuns(t, threeRuns[:1], false)
-	c, err := LoadComparison(reports, nil)
+	c, err := Load(reports, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +391,7 @@ func TestComparePlotsWithoutKL(t *testing.T) {
 
 func TestCompareKLOrderWarning(t *testing.T) {
 	_, reports, kls, _ := writeRuns(t, threeRuns[:2], true)
-	c, err := LoadComparison(reports, []string{kls[1], kls[0]})
+	c, err := Load(reports, []string{kls[1], kls[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +408,7 @@ func TestCompareNames(t *testing.T) {
 		r, _, _ := writeSynth(t, filepath.Join(dir, sub), threeRuns[0], 1, false)
 		reports = append(reports, r)
 	}
-	c, err := LoadComparison(append(reports, reports[0]), nil)
+	c, err := Load(append(reports, reports[0]), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,13 +451,13 @@ func TestFormatKL(t *testing.T) {
 	}
 }
 
-func TestReadKLNPY(t *testing.T) {
+func TestReadKL(t *testing.T) {
 	dir := t.TempDir()
 	kl := threeRuns[0].synthKL(3)
 	for _, major := range []byte{1, 2} {
 		path := filepath.Join(dir, fmt.Sprintf("v%d.npy", major))
 		writeNPY(t, path, kl, major)
-		got, err := ReadKLNPY(path)
+		got, err := ReadKL(path)
 		if err != nil || !slices.Equal(got, kl) {
 			t.Errorf("version %d: %d values, %v; want the %d written", major, len(got), err, len(kl))
 		}
@@ -492,7 +494,7 @@ func TestCompareErrors(t *testing.T) {
 	}
 	good := encodeNPY(threeRuns[0].synthKL(1), 1)
 	f8 := bytes.Replace(slices.Clone(good), []byte("'<f4'"), []byte("'>f4'"), 1)
-	twoD := bytes.Replace(slices.Clone(good), []byte("(4000,)"), []byte("(40,100)"), 1)
+	twoD := bytes.Replace(slices.Clone(good), []byte("(4000,), } "), []byte("(40,100), }"), 1) // same header length
 	missing := filepath.Join(dir, "nope.json")
 	for _, c := range []struct {
 		name         string
@@ -500,23 +502,23 @@ func TestCompareErrors(t *testing.T) {
 		file, want   string // the file the error must name and a phrase
 		sentinel     error
 	}{
-		{"no reports", nil, nil, "", "no reports", ErrCompareInput},
+		{"no reports", nil, nil, "", "no reports", ErrInput},
 		{"missing report", []string{reports[0], missing}, nil, missing, "no such file", fs.ErrNotExist},
-		{"not JSON", []string{write("bad.json", []byte("{\"mean_kl\": 0.1,"))}, nil, "bad.json", "not a JSON object", ErrCompareInput},
-		{"missing fields", []string{write("short.json", without("mean_kl", "definition"))}, nil, "short.json", "missing field(s) definition, mean_kl", ErrCompareInput},
-		{"null field", []string{write("null.json", with("ppl", nil))}, nil, "null.json", "missing field(s) ppl", ErrCompareInput},
-		{"wrong type", []string{write("type.json", with("mean_kl", "0.1"))}, nil, "type.json", "mean_kl", ErrCompareInput},
-		{"top1 percent", []string{write("pct.json", with("top1", 93.5))}, nil, "pct.json", "not a fraction", ErrCompareInput},
-		{"KL count", reports, kls[:1], "", "1 KL files for 2 reports", ErrCompareInput},
+		{"not JSON", []string{write("bad.json", []byte("{\"mean_kl\": 0.1,"))}, nil, "bad.json", "not a JSON object", ErrInput},
+		{"missing fields", []string{write("short.json", without("mean_kl", "definition"))}, nil, "short.json", "missing field(s) definition, mean_kl", ErrInput},
+		{"null field", []string{write("null.json", with("ppl", nil))}, nil, "null.json", "missing field(s) ppl", ErrInput},
+		{"wrong type", []string{write("type.json", with("mean_kl", "0.1"))}, nil, "type.json", "mean_kl", ErrInput},
+		{"top1 percent", []string{write("pct.json", with("top1", 93.5))}, nil, "pct.json", "not a fraction", ErrInput},
+		{"KL count", reports, kls[:1], "", "1 KL files for 2 reports", ErrInput},
 		{"missing KL", reports[:1], []string{missing}, missing, "no such file", fs.ErrNotExist},
-		{"KL length", reports[:1], []string{write("short.npy", encodeNPY(make([]float32, 10), 1))}, "short.npy", "has 10 positions", ErrCompareInput},
-		{"KL magic", reports[:1], []string{write("magic.npy", []byte("not numpy at all"))}, "magic.npy", "bad magic", ErrCompareInput},
-		{"KL dtype", reports[:1], []string{write("be.npy", f8)}, "be.npy", "dtype", ErrCompareInput},
-		{"KL 2-D", reports[:1], []string{write("2d.npy", twoD)}, "2d.npy", "2 dimensions", ErrCompareInput},
-		{"KL truncated", reports[:1], []string{write("cut.npy", good[:len(good)-3])}, "cut.npy", "needs 16000 data bytes", ErrCompareInput},
+		{"KL length", reports[:1], []string{write("short.npy", encodeNPY(make([]float32, 10), 1))}, "short.npy", "has 10 positions", ErrInput},
+		{"KL magic", reports[:1], []string{write("magic.npy", []byte("not numpy at all"))}, "magic.npy", "bad magic", ErrInput},
+		{"KL dtype", reports[:1], []string{write("be.npy", f8)}, "be.npy", "dtype", ErrInput},
+		{"KL 2-D", reports[:1], []string{write("2d.npy", twoD)}, "2d.npy", "2 dimensions", ErrInput},
+		{"KL truncated", reports[:1], []string{write("cut.npy", good[:len(good)-3])}, "cut.npy", "needs 16000 data bytes", ErrInput},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := LoadComparison(c.reports, c.kls)
+			_, err := Load(c.reports, c.kls)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -541,7 +543,7 @@ func TestComparePlotsDegenerate(t *testing.T) {
 		writeNPY(t, k, kl, 1)
 		reports, kls = append(reports, r), append(kls, k)
 	}
-	c, err := LoadComparison(reports, kls)
+	c, err := Load(reports, kls)
 	if err != nil {
 		t.Fatal(err)
 	}

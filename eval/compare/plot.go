@@ -1,4 +1,4 @@
-package eval
+package compare
 
 import (
 	"bytes"
@@ -72,7 +72,7 @@ var runColors = []color.Color{
 // notes says so, as it does for runs left out for lack of KL. Output is a
 // function of the comparison alone, so the same input writes the same
 // bytes. files lists the paths written.
-func (c *Comparison) Plot(dir string) (files, notes []string, err error) {
+func (c *Set) Plot(dir string) (files, notes []string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("compare: plots: %w", err)
 	}
@@ -82,7 +82,7 @@ func (c *Comparison) Plot(dir string) (files, notes []string, err error) {
 		if len(c.Groups) > 1 {
 			suffix = fmt.Sprintf("-g%d", i+1)
 		}
-		var withKL, ablation []*ComparedRun
+		var withKL, ablation []*Run
 		var without []string
 		for _, r := range g.Runs {
 			if r.KL != nil {
@@ -195,7 +195,7 @@ func styleLine(l *plotter.Line, i int) {
 
 // cdfPlot draws the empirical CDF of each run's per-position KL:
 // y(x) = |{positions with KL ≤ x}| / N, sampled at cdfSamples log-spaced x.
-func cdfPlot(runs []*ComparedRun, definition string) (plotRender, error) {
+func cdfPlot(runs []*Run, definition string) (plotRender, error) {
 	p := newPlot("Cumulative distribution of per-position KL", definition)
 	p.X.Label.Text = "KL(p||q) at a position, nats (log scale)"
 	p.Y.Label.Text = "fraction of positions with KL ≤ x"
@@ -241,8 +241,8 @@ func cdfPlot(runs []*ComparedRun, definition string) (plotRender, error) {
 // positionJob chooses the kl-position figure: by position within a row
 // for the runs whose reports give the row layout, else along the trace;
 // note says what was left out or why rows are not shown.
-func positionJob(runs []*ComparedRun, definition, suffix string) (build func() (plotRender, error), note string) {
-	var rowed []*ComparedRun
+func positionJob(runs []*Run, definition, suffix string) (build func() (plotRender, error), note string) {
+	var rowed []*Run
 	var unrowed []string
 	for _, r := range runs {
 		if len(r.RowPositions) > 0 {
@@ -266,7 +266,7 @@ func positionJob(runs []*ComparedRun, definition, suffix string) (build func() (
 // consecutive windows of w positions, w = ⌈N_max / windowBlocks⌉, plotted
 // at each window's centre on a log KL axis (window means below 1e-4 nats,
 // possible only where the candidate matches the reference, at 1e-4).
-func positionPlot(runs []*ComparedRun, definition string) (plotRender, error) {
+func positionPlot(runs []*Run, definition string) (plotRender, error) {
 	n := 0
 	for _, r := range runs {
 		n = max(n, len(r.KL))
@@ -313,7 +313,7 @@ func positionPlot(runs []*ComparedRun, definition string) (plotRender, error) {
 
 // partsPlot draws the ablation runs' mean KL (top panel) and p99 KL
 // (bottom panel) as bars labelled with their parts and layers.
-func partsPlot(runs []*ComparedRun, definition string) (plotRender, error) {
+func partsPlot(runs []*Run, definition string) (plotRender, error) {
 	labels := make([]string, len(runs))
 	for i, r := range runs {
 		labels[i] = ablationLabel(r)
@@ -333,11 +333,11 @@ func partsPlot(runs []*ComparedRun, definition string) (plotRender, error) {
 	panels := make([]*plot.Plot, 2)
 	for k, stat := range []struct {
 		title, axis string
-		value       func(*ComparedRun) float64
+		value       func(*Run) float64
 		colour      color.Color
 	}{
-		{"Ablations: KL per quantized part / layer band", "mean KL, nats", func(r *ComparedRun) float64 { return r.MeanKL }, runColors[0]},
-		{"", "p99 KL, nats", func(r *ComparedRun) float64 { return r.P99KL }, runColors[1]},
+		{"Ablations: KL per quantized part / layer band", "mean KL, nats", func(r *Run) float64 { return r.MeanKL }, runColors[0]},
+		{"", "p99 KL, nats", func(r *Run) float64 { return r.P99KL }, runColors[1]},
 	} {
 		p := plot.New()
 		if k == 0 {
@@ -383,7 +383,7 @@ func partsPlot(runs []*ComparedRun, definition string) (plotRender, error) {
 }
 
 // ablationLabel names what an ablation run quantized: "mlp, layers 24-31".
-func ablationLabel(r *ComparedRun) string {
+func ablationLabel(r *Run) string {
 	parts := r.Parts
 	if parts == "" {
 		parts = "all parts"

@@ -1,0 +1,32 @@
+package units
+
+import "fmt"
+
+// Bytes formats n bytes with one decimal in the largest binary unit not
+// above n: n < 1024 as "n B", otherwise n/1024^k as "%.1f" with KiB, MiB,
+// GiB, TiB or PiB (k = 1…5; larger sizes stay in PiB).
+func Bytes(n int64) string { return format(n, 1) }
+
+// BytesPrecise formats n bytes as Bytes does, but with two decimals from
+// MiB up ("3.10 MiB", "14.34 GiB"; KiB keeps one: "1.5 KiB"). Forge's
+// reports use it.
+func BytesPrecise(n int64) string { return format(n, 2) }
+
+// format writes n in the largest binary unit not above it, KiB with one
+// decimal and larger units with decimals. Dividing by 1024 is exact in
+// float64, so the value printed is float64(n)/1024^k rounded once.
+func format(n int64, decimals int) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, i := float64(n)/unit, 0
+	for f >= unit && i < 4 {
+		f /= unit
+		i++
+	}
+	if i == 0 {
+		decimals = 1
+	}
+	return fmt.Sprintf("%.*f %ciB", decimals, f, "KMGTP"[i])
+}
