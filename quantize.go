@@ -9,8 +9,8 @@ import (
 	"forge/bundle"
 	"forge/calib"
 	"forge/checkpoint"
-	"forge/internal/budget"
 	"forge/internal/outpath"
+	"forge/internal/units"
 	"forge/model"
 	"forge/plan"
 	"forge/quant"
@@ -221,7 +221,7 @@ func lowRankCost(items []bundle.Item) []string {
 	for _, p := range parts {
 		c := by[p]
 		out = append(out, fmt.Sprintf("low-rank correction: %s matrices %s → %s (+%.0f%%)", p,
-			budget.Bytes(c.without), budget.Bytes(c.with), 100*float64(c.with-c.without)/float64(max(c.without, 1))))
+			units.Bytes(c.without), units.Bytes(c.with), 100*float64(c.with-c.without)/float64(max(c.without, 1))))
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"forge"
 	"forge/internal/budget"
 	"forge/internal/outpath"
+	"forge/internal/units"
 	"forge/tensor"
 	"forge/tokenizer"
 )
@@ -162,7 +163,7 @@ func report(ctx context.Context, err error) int {
 	var kept *forge.WorkKeptError
 	if errors.As(err, &kept) {
 		fmt.Fprintf(os.Stderr, "  %s (%s) was kept: run the same command with --resume to continue,\n  or remove it with: rm -r %s\n",
-			kept.Dir, budget.Bytes(kept.Bytes), shellQuote(kept.Dir))
+			kept.Dir, units.Bytes(kept.Bytes), shellQuote(kept.Dir))
 	}
 	if interrupted {
 		return 130

@@ -76,12 +76,6 @@ func Disk(path, what string, need int64) error {
 	return fmt.Errorf("%s would write %s to %s, whose filesystem has %s free: %w", what, units.Bytes(need), dir, units.Bytes(free), ErrTooLarge)
 }
 
-// Bytes is units.Bytes, kept while callers outside this package still
-// name it.
-//
-// Deprecated: use forge/internal/units.Bytes.
-func Bytes(n int64) string { return units.Bytes(n) }
-
 // Limits on small files forge reads whole: far above any real one, so
 // that a hostile or mistaken path (a device, a multi-gigabyte file named
 // config.json) is refused instead of read into memory.
