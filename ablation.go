@@ -20,7 +20,7 @@ type Ablation struct {
 	Lo, Hi int
 }
 
-// ParseAblation parses --parts "mlp,gdn" and --layers "24-63" (or "5", or
+// ParseAblation parses parts "mlp,gdn" and layers "24-63" (or "5", or
 // "" for every layer).
 func ParseAblation(parts, layers string) (Ablation, error) {
 	a := Ablation{Hi: -1}
@@ -96,7 +96,7 @@ func openAblation(refDir, candDir string, sel Ablation) (*ablationSource, error)
 	}
 	if sel.Hi >= len(rc.Layers) {
 		a.Close()
-		return nil, fmt.Errorf("--layers: the model has layers 0-%d", len(rc.Layers)-1)
+		return nil, fmt.Errorf("ablation layers: the model has layers 0-%d", len(rc.Layers)-1)
 	}
 	return a, nil
 }

@@ -44,7 +44,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*compare.Set, error) {
 		return nil, err
 	}
 	if cfg.Parts && !hasAblation(c) {
-		return nil, fmt.Errorf("compare --parts: none of the %d reports carries a parts or layers field (an ablation made with forge eval --parts/--layers)",
+		return nil, fmt.Errorf("compare: the ablation chart was asked for, but none of the %d reports carries a parts or layers field (an ablation report)",
 			len(c.Runs))
 	}
 	out := cfg.Out

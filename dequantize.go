@@ -129,7 +129,7 @@ func parseDequantDType(s string) (safetensors.DType, error) {
 	case "f32", "fp32", "float32":
 		return safetensors.F32, nil
 	}
-	return 0, fmt.Errorf("dequantize: --dtype %q: want bf16 or f32", s)
+	return 0, fmt.Errorf("dequantize: dtype %q: want bf16 or f32", s)
 }
 
 // checkDequantPaths refuses a missing bundle, a checkpoint given as the

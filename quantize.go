@@ -192,7 +192,7 @@ func (r *recipe) items(ck *checkpoint.Checkpoint) ([]bundle.Item, map[string]pla
 		specs[t.Spec.Name] = s
 	}
 	if err := r.plan.Check(names); err != nil {
-		return nil, nil, fmt.Errorf("quantize: --plan %s: %w", r.cfg.Plan, err)
+		return nil, nil, fmt.Errorf("quantize: plan %s: %w", r.cfg.Plan, err)
 	}
 	return items, specs, nil
 }

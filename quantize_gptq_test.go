@@ -212,14 +212,14 @@ func TestQuantizeConflicts(t *testing.T) {
 		cfg  forge.QuantizeConfig
 		want string
 	}{
-		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", Method: "gptq"}, "--calib"},
-		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", AW: true}, "--calib"},
-		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", Calib: calib}, "none is set"},
-		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", LowRankParts: []string{"gdn"}}, "--lowrank-rank"},
+		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", Method: "gptq"}, "needs calibration data"},
+		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", AW: true}, "give calibration data"},
+		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", Calib: calib}, "none is asked for"},
+		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", LowRankParts: []string{"gdn"}}, "without a low-rank rank"},
 		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", LowRankRank: 4, LowRankParts: []string{"ffn"}}, "ffn"},
 		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", Plan: pf}, "conflicts"},
 		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", Plan: bad}, "99.gate"},
-		{forge.QuantizeConfig{}, "--format"},
+		{forge.QuantizeConfig{}, "give a format"},
 		{forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", Method: "gptq", Calib: []string{"nope.txt:3"}}, "nope.txt"},
 	} {
 		c.cfg.Model = filepath.Join("models", "forge-tiny")

@@ -34,7 +34,7 @@ func loadCalib(cfg QuantizeConfig) (*calib.Set, error) {
 	for _, s := range cfg.Calib {
 		sp, err := calib.ParseSpec(s)
 		if err != nil {
-			return nil, fmt.Errorf("quantize: --calib: %w", err)
+			return nil, fmt.Errorf("quantize: calibration data: %w", err)
 		}
 		specs = append(specs, sp)
 	}
@@ -47,7 +47,7 @@ func loadCalib(cfg QuantizeConfig) (*calib.Set, error) {
 		return nil, fmt.Errorf("quantize: %w", err)
 	}
 	if len(set.Rows) < 2 {
-		return nil, fmt.Errorf("quantize: --calib gives %d row; at least 2 are needed (one is held out)", len(set.Rows))
+		return nil, fmt.Errorf("quantize: the calibration data gives %d row; at least 2 are needed (one is held out)", len(set.Rows))
 	}
 	return set, nil
 }

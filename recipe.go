@@ -24,26 +24,26 @@ func newRecipe(cfg QuantizeConfig) (*recipe, error) {
 	switch cfg.Method {
 	case "", "rtn", "gptq":
 	default:
-		return nil, fmt.Errorf("quantize: --method %q: want rtn or gptq", cfg.Method)
+		return nil, fmt.Errorf("quantize: method %q: want rtn or gptq", cfg.Method)
 	}
 	calib := len(cfg.Calib) > 0
 	switch {
 	case cfg.Method == "gptq" && !calib:
-		return nil, fmt.Errorf("quantize: --method gptq needs calibration data (--calib FILE:ROWS)")
+		return nil, fmt.Errorf("quantize: the gptq method needs calibration data")
 	case cfg.AW && !calib:
-		return nil, fmt.Errorf("quantize: --aw weights codebooks by calibration statistics: give --calib FILE:ROWS")
+		return nil, fmt.Errorf("quantize: activation-weighted codebooks are weighted by calibration statistics: give calibration data")
 	case cfg.LowRankWeighted && !calib:
-		return nil, fmt.Errorf("quantize: --lowrank-weighted needs calibration data (--calib FILE:ROWS)")
+		return nil, fmt.Errorf("quantize: a Hessian-weighted low-rank correction needs calibration data")
 	case cfg.LowRankWeighted && cfg.LowRankRank == 0:
-		return nil, fmt.Errorf("quantize: --lowrank-weighted without --lowrank-rank")
+		return nil, fmt.Errorf("quantize: a Hessian-weighted low-rank correction needs a low-rank rank")
 	case len(cfg.LowRankParts) > 0 && cfg.LowRankRank == 0:
-		return nil, fmt.Errorf("quantize: --lowrank-parts without --lowrank-rank")
+		return nil, fmt.Errorf("quantize: low-rank parts given without a low-rank rank")
 	case cfg.LowRankRank < 0:
-		return nil, fmt.Errorf("quantize: --lowrank-rank %d is negative", cfg.LowRankRank)
+		return nil, fmt.Errorf("quantize: low-rank rank %d is negative", cfg.LowRankRank)
 	case calib && cfg.Method != "gptq" && !cfg.AW && !cfg.LowRankWeighted:
-		return nil, fmt.Errorf("quantize: --calib is only used by --method gptq, --aw or --lowrank-weighted; none is set")
+		return nil, fmt.Errorf("quantize: calibration data is only used by the gptq method, activation-weighted codebooks or a weighted low-rank correction; none is asked for")
 	case cfg.Seq < 0 || cfg.HoldOut < 0:
-		return nil, fmt.Errorf("quantize: --seq and --holdout must not be negative")
+		return nil, fmt.Errorf("quantize: the calibration row length and held-out row count must not be negative")
 	}
 	if cfg.LowRankRank > 0 {
 		parts := cfg.LowRankParts
@@ -61,22 +61,22 @@ func newRecipe(cfg QuantizeConfig) (*recipe, error) {
 	if cfg.Format != "" {
 		f, err := lut.ParseFormat(cfg.Format)
 		if err != nil {
-			return nil, fmt.Errorf("quantize: --format: %w", err)
+			return nil, fmt.Errorf("quantize: format: %w", err)
 		}
 		r.def = &f
 	}
 	if cfg.Plan != "" {
 		p, err := plan.Read(cfg.Plan)
 		if err != nil {
-			return nil, fmt.Errorf("quantize: --plan: %w", err)
+			return nil, fmt.Errorf("quantize: plan: %w", err)
 		}
 		if p.Default != nil && r.def != nil && p.Default.Format != *r.def {
-			return nil, fmt.Errorf("quantize: --format %q conflicts with the default %q of plan %s", r.def, p.Default.Format, cfg.Plan)
+			return nil, fmt.Errorf("quantize: the format %q conflicts with the default %q of plan %s", r.def, p.Default.Format, cfg.Plan)
 		}
 		r.plan = p
 	}
 	if r.def == nil && (r.plan == nil || r.plan.Default == nil) && cfg.Plan == "" {
-		return nil, fmt.Errorf("quantize: give --format, or a --plan")
+		return nil, fmt.Errorf("quantize: give a format, or a plan")
 	}
 	return r, nil
 }
@@ -95,7 +95,7 @@ func (r *recipe) spec(name string) (plan.Spec, bool, error) {
 	t, _ := model.Lookup(name)
 	if r.lrParts[t.Part] && s.Format.Quantized() {
 		if s.Rank > 0 && s.Rank != r.cfg.LowRankRank {
-			return s, false, fmt.Errorf("quantize: %s: plan rank %d conflicts with --lowrank-rank %d", name, s.Rank, r.cfg.LowRankRank)
+			return s, false, fmt.Errorf("quantize: %s: plan rank %d conflicts with the low-rank rank %d", name, s.Rank, r.cfg.LowRankRank)
 		}
 		s.Rank = r.cfg.LowRankRank
 	}

@@ -35,6 +35,16 @@ func trimList(items []string) []string {
 	return out
 }
 
+// trimEach trims the spaces around each value of a list flag whose
+// positions matter (an empty value stays, meaning "none for this one").
+func trimEach(items []string) []string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = strings.TrimSpace(s)
+	}
+	return out
+}
+
 // positive refuses flag values ≤ 0: pairs of a flag name and its value.
 // (Zero means "the default" in the forge package's configs; on the command
 // line the defaults are already filled in, so a 0 there is a mistake.)

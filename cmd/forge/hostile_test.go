@@ -99,9 +99,9 @@ func TestZeroSizesRefused(t *testing.T) {
 	data := filepath.Join("..", "..", "testdata", "calib", "code.txt")
 	for _, args := range [][]string{
 		{"trace", "--model", tiny, "--data", data + ":2", "--seq", "0", "--out", filepath.Join(dir, "t")},
-		{"trace", "--lcpp", "--model", tiny, "--data", data, "--ctx", "0", "--out", filepath.Join(dir, "t")},
+		{"trace", "lcpp", "--model", tiny, "--data", data, "--ctx", "0", "--out", filepath.Join(dir, "t")},
 		{"ppl", "--model", tiny, "--data", data, "--ctx", "0"},
-		{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "LUT4 per-tensor + pcs", "--aw", "--calib", data + ":2", "--seq", "0"},
+		{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "LUT4 per-tensor + pcs", "--aw", "--calib", data + ":2", "--ctx", "0"},
 	} {
 		o, err := run(t, args...)
 		if err == nil || !strings.Contains(o, "want a positive number") {
@@ -149,7 +149,7 @@ func TestNonFiniteWeights(t *testing.T) {
 	os.WriteFile(tok, []byte(`[1116, 2239, 275, 1030]`), 0o644)
 	data := filepath.Join("..", "..", "testdata", "calib", "code.txt")
 	clean := filepath.Join(dir, "clean.trace")
-	if o, err := run(t, "trace", "--model", tiny, "--data", data+":2", "--seq", "32", "--out", clean); err != nil {
+	if o, err := run(t, "trace", "--model", tiny, "--data", data+":2", "--ctx", "32", "--out", clean); err != nil {
 		t.Fatal(err, o)
 	}
 	for _, c := range []struct {
@@ -158,10 +158,10 @@ func TestNonFiniteWeights(t *testing.T) {
 	}{
 		{[]string{"logits", "--model", m, "--tokens", tok, "--out", filepath.Join(dir, "l")}, "layers.2.mlp_out"},
 		{[]string{"logits", "--model", m, "--tokens", tok, "--decode", "--out", filepath.Join(dir, "l")}, "layers.2.mlp_out"},
-		{[]string{"trace", "--model", m, "--data", data + ":2", "--seq", "32", "--out", filepath.Join(dir, "t")}, "layers.2.mlp_out"},
+		{[]string{"trace", "--model", m, "--data", data + ":2", "--ctx", "32", "--out", filepath.Join(dir, "t")}, "layers.2.mlp_out"},
 		{[]string{"eval", "--trace", clean, "--model", m}, "layers.2.mlp_out"},
 		{[]string{"ppl", "--model", m, "--data", data, "--ctx", "32"}, "layers.2.mlp_out"},
-		{[]string{"trace", "--lcpp", "--model", m, "--data", data, "--ctx", "16", "--out", filepath.Join(dir, "b")}, "layers.2.mlp_out"},
+		{[]string{"trace", "lcpp", "--model", m, "--data", data, "--ctx", "16", "--out", filepath.Join(dir, "b")}, "layers.2.mlp_out"},
 		{[]string{"quantize", "--model", m, "--out", filepath.Join(dir, "q"), "--format", "LUT4 per-tensor + pcs"}, "NaN"},
 		{[]string{"quantize", "--model", m, "--out", filepath.Join(dir, "q"), "--format", "LUT4 per-tensor + pcs"}, "was kept: run the same command with --resume"},
 	} {
@@ -184,7 +184,7 @@ func TestQuantizeInterruptKeepsWork(t *testing.T) {
 	data := filepath.Join("..", "..", "testdata", "calib", "code.txt")
 	args := func(out string) []string {
 		return []string{"quantize", "--model", tiny, "--out", out, "--format", "LUT4 per-tensor + pcs", "--method", "gptq",
-			"--calib", data + ":6", "--seq", "128"}
+			"--calib", data + ":6", "--ctx", "128"}
 	}
 	out := filepath.Join(dir, "b")
 	cmd := exec.Command(forgeBin, args(out)...)

@@ -23,18 +23,18 @@ import (
 )
 
 type cli struct {
-	Inspect    InspectCmd       `cmd:"" help:"Summarise a checkpoint or bundle: architecture, parameters and bytes by part (and per-matrix formats of a bundle)."`
-	Logits     LogitsCmd        `cmd:"" help:"Compute logits for token sequences into a safetensors file."`
-	Synth      SynthCmd         `cmd:"" help:"Write a random-init checkpoint of any size in the real HF layout."`
-	Quantize   QuantizeCmd      `cmd:"" help:"Quantize a checkpoint into a bundle."`
-	SNR        SNRCmd           `cmd:"" name:"snr" help:"Weight SNR (dB) of matrices quantized to formats."`
-	Tokenize   TokenizeCmd      `cmd:"" help:"Print the token ids of a text as JSON."`
-	Detokenize DetokenizeCmd    `cmd:"" help:"Print the text of a JSON list of token ids."`
-	Template   TemplateCmd      `cmd:"" help:"Render a conversation with the model's chat template."`
-	Dequantize DequantizeCmd    `cmd:"" help:"Write a bundle back out as a Hugging Face checkpoint with the quantized weights materialized."`
-	PPL        PPLCmd           `cmd:"" name:"ppl" help:"Perplexity of a checkpoint or bundle on a text, in non-overlapping windows."`
-	Trace      TraceCmd         `cmd:"" help:"Record a reference model's next-token distributions over a data set into a trace file."`
-	Eval       EvalGroup        `cmd:"" help:"Score a candidate against a reference trace (KL, top-1 agreement, perplexity, Δp), or compare reports: forge eval compare."`
+	Inspect    InspectCmd       `cmd:"" group:"Models" help:"Summarise a checkpoint or bundle: architecture, parameters and bytes by part (and per-matrix formats of a bundle)."`
+	Logits     LogitsCmd        `cmd:"" group:"Models" help:"Compute logits for token sequences into a safetensors file."`
+	Synth      SynthCmd         `cmd:"" group:"Models" help:"Write a random-init checkpoint of any size in the real HF layout."`
+	Dequantize DequantizeCmd    `cmd:"" group:"Models" help:"Write a bundle back out as a Hugging Face checkpoint with the quantized weights materialized."`
+	Quantize   QuantizeCmd      `cmd:"" group:"Quantize" help:"Quantize a checkpoint into a bundle."`
+	SNR        SNRCmd           `cmd:"" name:"snr" group:"Quantize" help:"Weight SNR (dB) of matrices quantized to formats."`
+	Trace      TraceGroup       `cmd:"" group:"Evaluate" help:"Record a reference model's next-token distributions over a data set (or a llama.cpp-compatible base: forge trace lcpp)."`
+	Eval       EvalGroup        `cmd:"" group:"Evaluate" help:"Score a candidate against a reference trace (KL, top-1 agreement, perplexity, Δp); ablations, llama.cpp mode, comparisons."`
+	PPL        PPLCmd           `cmd:"" name:"ppl" group:"Evaluate" help:"Perplexity of a checkpoint or bundle on a text, in non-overlapping windows."`
+	Tokenize   TokenizeCmd      `cmd:"" group:"Tokenizer" help:"Print the token ids of a text as JSON."`
+	Detokenize DetokenizeCmd    `cmd:"" group:"Tokenizer" help:"Print the text of a JSON list of token ids."`
+	Template   TemplateCmd      `cmd:"" group:"Tokenizer" help:"Render a conversation with the model's chat template."`
 	Version    kong.VersionFlag `help:"Print the version."`
 }
 

@@ -108,16 +108,16 @@ func TestErrors(t *testing.T) {
 		{"snr both sources", []string{"snr", "--model", tiny, "--gaussian", "8x8", "--formats", "LUT4 per-tensor + pcs"}, "--gaussian"},
 		{"quantize bad format", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "vector 2x17 + pcs"}, "2x17"},
 		{"quantize bad method", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--method", "awq"}, "awq"},
-		{"gptq without calib", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--method", "gptq"}, "--calib"},
+		{"gptq without calib", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--method", "gptq"}, "needs calibration data"},
 		{"bad calib spec", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--method", "gptq", "--calib", "x.txt:0"}, "x.txt:0"},
 		{"missing calib file", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--aw", "--calib", filepath.Join(dir, "none.txt:4")}, "none.txt"},
-		{"lowrank parts without rank", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--lowrank-parts", "gdn"}, "--lowrank-rank"},
+		{"lowrank parts without rank", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "bf16", "--lowrank-parts", "gdn"}, "without a low-rank rank"},
 		{"missing plan", []string{"quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--plan", filepath.Join(dir, "p.json")}, "p.json"},
-		{"ablation without reference", []string{"eval", "--trace", bad, "--model", tiny, "--parts", "mlp"}, "--reference"},
-		{"ablation bad part", []string{"eval", "--trace", bad, "--model", tiny, "--reference", tiny, "--parts", "ffn"}, "ffn"},
-		{"lcpp with ablation", []string{"eval", "--lcpp", "--trace", bad, "--model", tiny, "--reference", tiny}, "--lcpp"},
-		{"llamacpp without lcpp", []string{"trace", "--model", tiny, "--data", bad, "--out", filepath.Join(dir, "t"), "--llamacpp"}, "--lcpp"},
-		{"lcpp two data files", []string{"trace", "--lcpp", "--model", tiny, "--data", bad, "--data", bad, "--out", filepath.Join(dir, "t")}, "one text file"},
+		{"ablation without reference", []string{"eval", "ablation", "--trace", bad, "--model", tiny, "--parts", "mlp"}, "--reference"},
+		{"ablation bad part", []string{"eval", "ablation", "--trace", bad, "--model", tiny, "--reference", tiny, "--parts", "ffn"}, "ffn"},
+		{"lcpp with ablation", []string{"eval", "lcpp", "--trace", bad, "--model", tiny, "--reference", tiny}, "unknown flag --reference"},
+		{"llamacpp without lcpp", []string{"trace", "--model", tiny, "--data", bad, "--out", filepath.Join(dir, "t"), "--llamacpp"}, "unknown flag --llamacpp"},
+		{"lcpp too short", []string{"trace", "lcpp", "--model", tiny, "--data", bad, "--out", filepath.Join(dir, "t")}, "too few tokens"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -167,7 +167,7 @@ func TestTraceEval(t *testing.T) {
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "ref.trace")
 	data := filepath.Join("..", "..", "testdata", "calib", "code.txt")
-	out, err := run(t, "trace", "--model", tiny, "--data", data+":3", "--seq", "64", "--out", trace)
+	out, err := run(t, "trace", "--model", tiny, "--data", data+":3", "--ctx", "64", "--out", trace)
 	if err != nil || !strings.Contains(out, "189 positions") || !strings.Contains(out, "full") {
 		t.Fatalf("trace: %v\n%s", err, out)
 	}
@@ -206,8 +206,8 @@ func TestTraceEval(t *testing.T) {
 	}{
 		{[]string{"eval", "--trace", trace, "--model", filepath.Join("..", "..", "testdata", "qwen35-tiny-random")}, "vocabulary"},
 		{[]string{"eval", "--trace", cut, "--model", tiny}, "cut.trace"},
-		{[]string{"trace", "--model", tiny, "--data", data + ":3", "--seq", "8", "--topk", "9999", "--out", trace + "2"}, "top-K"},
-		{[]string{"trace", "--model", tiny, "--data", data + ":3", "--seq", "8", "--out", trace}, "already exists"},
+		{[]string{"trace", "--model", tiny, "--data", data + ":3", "--ctx", "8", "--topk", "9999", "--out", trace + "2"}, "top-K"},
+		{[]string{"trace", "--model", tiny, "--data", data + ":3", "--ctx", "8", "--out", trace}, "already exists"},
 	} {
 		if out, err := run(t, c.args...); err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("%v: %v, output %q lacks %q", c.args, err, out, c.want)

@@ -18,11 +18,11 @@ type QuantizeCmd struct {
 	Method          string   `default:"rtn" enum:"rtn,gptq" help:"Quantization method: rtn (nearest rounding) or gptq (needs --calib)."`
 	AW              bool     `name:"aw" help:"Activation-weighted codebooks: k-means weighted by diag(H) (needs --calib)."`
 	Hadamard        bool     `help:"Online block Hadamard rotation of the MLP inputs (seeds 1000+layer, 2000+layer)."`
-	Calib           []string `placeholder:"FILE:ROWS" sep:"none" help:"Calibration source, repeatable: .txt text, .jsonl chat, .json/.npy token rows; ROWS rows sampled with --seed."`
-	Seq             int      `default:"1024" help:"Tokens per calibration row."`
+	Calib           []string `placeholder:"FILE:ROWS" help:"Calibration sources, comma-separated or repeated: .txt text, .jsonl chat, .json/.npy token rows; ROWS rows sampled with --seed."`
+	Ctx             int      `default:"1024" aliases:"seq" help:"Tokens per calibration row."`
 	HoldOut         int      `name:"holdout" help:"Calibration rows held out for the per-matrix SNR (default max(1, rows/12))."`
 	LowRankRank     int      `name:"lowrank-rank" help:"Rank of the low-rank correction of the quantization error (0: none)."`
-	LowRankParts    []string `name:"lowrank-parts" help:"Parts that get the correction: gdn,attn,kv,mlp,head (default gdn,attn,kv)."`
+	LowRankParts    []string `name:"lowrank-parts" help:"Parts that get the correction, comma-separated or repeated: gdn, attn, kv, mlp, head (default gdn,attn,kv)."`
 	LowRankWeighted bool     `name:"lowrank-weighted" help:"Fit the correction weighted by the calibration Hessian."`
 	Seed            uint64   `default:"0" help:"Seed for calibration sampling, k-means and the randomized SVD."`
 	Resume          bool     `help:"Continue an interrupted run from OUT.work (same settings required)."`
@@ -30,7 +30,7 @@ type QuantizeCmd struct {
 }
 
 func (c *QuantizeCmd) Run(ctx context.Context) error {
-	if err := positive("--seq", c.Seq); err != nil {
+	if err := positive("--ctx", c.Ctx); err != nil {
 		return err
 	}
 	if c.HoldOut < 0 || c.LowRankRank < 0 {
@@ -38,8 +38,8 @@ func (c *QuantizeCmd) Run(ctx context.Context) error {
 	}
 	err := forge.Quantize(ctx, forge.QuantizeConfig{
 		Model: c.Model, Out: c.Out, Format: c.Format, Plan: c.Plan, Method: c.Method, AW: c.AW,
-		Hadamard: c.Hadamard, Calib: c.Calib, Seq: c.Seq, HoldOut: c.HoldOut,
-		LowRankRank: c.LowRankRank, LowRankParts: c.LowRankParts, LowRankWeighted: c.LowRankWeighted,
+		Hadamard: c.Hadamard, Calib: trimList(c.Calib), Seq: c.Ctx, HoldOut: c.HoldOut,
+		LowRankRank: c.LowRankRank, LowRankParts: trimList(c.LowRankParts), LowRankWeighted: c.LowRankWeighted,
 		Seed: c.Seed, Resume: c.Resume, Overwrite: c.Overwrite,
 		Progress: progress.New("quantize", false).Set,
 		Log:      func(line string) { fmt.Fprintln(os.Stderr, line) },

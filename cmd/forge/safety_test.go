@@ -85,7 +85,7 @@ func newSafetyFixture(t *testing.T) *safetyFixture {
 	}
 	os.WriteFile(f.text, code, 0o644)
 	for _, args := range [][]string{
-		{"trace", "--model", f.model, "--data", f.text + ":2", "--seq", "32", "--out", f.trace},
+		{"trace", "--model", f.model, "--data", f.text + ":2", "--ctx", "32", "--out", f.trace},
 		{"quantize", "--model", f.model, "--out", f.bundle, "--format", "LUT4 per-tensor + pcs"},
 		{"eval", "--trace", f.trace, "--model", f.bundle, "--json", f.report},
 	} {
@@ -109,16 +109,16 @@ func TestNoOutputOverInputs(t *testing.T) {
 		{"quantize onto the model", []string{"quantize", "--model", f.model, "--out", f.model, "--format", "bf16"}},
 		{"quantize into the model", []string{"quantize", "--model", f.model, "--out", filepath.Join(f.model, "q"), "--format", "bf16"}},
 		{"quantize around the model", []string{"quantize", "--model", f.model, "--out", f.dir, "--format", "bf16"}},
-		{"quantize onto its calibration file", []string{"quantize", "--model", f.model, "--out", f.text, "--format", "LUT4 per-tensor + pcs", "--aw", "--calib", f.text + ":2", "--seq", "32"}},
+		{"quantize onto its calibration file", []string{"quantize", "--model", f.model, "--out", f.text, "--format", "LUT4 per-tensor + pcs", "--aw", "--calib", f.text + ":2", "--ctx", "32"}},
 		{"logits onto the weights", []string{"logits", "--model", f.model, "--tokens", f.tokens, "--out", modelFile}},
 		{"logits onto its tokens", []string{"logits", "--model", f.model, "--tokens", f.tokens, "--out", f.tokens}},
-		{"trace onto its data", []string{"trace", "--model", f.model, "--data", f.text + ":2", "--seq", "32", "--out", f.text}},
-		{"trace into the model", []string{"trace", "--model", f.model, "--data", f.text + ":2", "--seq", "32", "--out", filepath.Join(f.model, "t.trace")}},
-		{"lcpp trace onto its data", []string{"trace", "--lcpp", "--model", f.model, "--data", f.text, "--ctx", "16", "--out", f.text}},
+		{"trace onto its data", []string{"trace", "--model", f.model, "--data", f.text + ":2", "--ctx", "32", "--out", f.text}},
+		{"trace into the model", []string{"trace", "--model", f.model, "--data", f.text + ":2", "--ctx", "32", "--out", filepath.Join(f.model, "t.trace")}},
+		{"lcpp trace onto its data", []string{"trace", "lcpp", "--model", f.model, "--data", f.text, "--ctx", "16", "--out", f.text}},
 		{"eval KL onto the trace", []string{"eval", "--trace", f.trace, "--model", f.bundle, "--kl-out", f.trace}},
 		{"eval JSON onto the trace", []string{"eval", "--trace", f.trace, "--model", f.bundle, "--json", f.trace}},
 		{"eval Markdown into the candidate", []string{"eval", "--trace", f.trace, "--model", f.bundle, "--markdown", filepath.Join(f.bundle, "config.json")}},
-		{"eval JSON into the reference", []string{"eval", "--trace", f.trace, "--model", f.bundle, "--reference", f.model, "--json", filepath.Join(f.model, "r.json")}},
+		{"eval JSON into the reference", []string{"eval", "ablation", "--trace", f.trace, "--model", f.bundle, "--reference", f.model, "--json", filepath.Join(f.model, "r.json")}},
 		{"dequantize onto the bundle", []string{"dequantize", f.bundle, "--out", f.bundle}},
 		{"dequantize into the bundle", []string{"dequantize", f.bundle, "--out", filepath.Join(f.bundle, "hf")}},
 		{"compare onto a report", []string{"eval", "compare", filepath.Join(f.dir, "compare.md")}},
@@ -177,8 +177,8 @@ func TestOverwriteOnlyForgeOutputs(t *testing.T) {
 		{"an existing file without --overwrite", "already exists", logits(plain)},
 		{"a JSON file of the user's", "not a file forge wrote", []string{"eval", "--trace", f.trace, "--model", f.bundle, "--json", userJSON, "--overwrite"}},
 		{"an existing report without --overwrite", "already exists", []string{"eval", "--trace", f.trace, "--model", f.bundle, "--json", f.report}},
-		{"an existing trace without --overwrite", "already exists", []string{"trace", "--model", f.model, "--data", f.text + ":2", "--seq", "32", "--out", f.trace}},
-		{"a directory where the trace goes", "already exists", []string{"trace", "--model", f.model, "--data", f.text + ":2", "--seq", "32", "--out", user}},
+		{"an existing trace without --overwrite", "already exists", []string{"trace", "--model", f.model, "--data", f.text + ":2", "--ctx", "32", "--out", f.trace}},
+		{"a directory where the trace goes", "already exists", []string{"trace", "--model", f.model, "--data", f.text + ":2", "--ctx", "32", "--out", user}},
 		{"OUT.work of the user's", "forge did not write (keep.txt)", q(workUser)},
 		{"OUT.partial of the user's", "forge did not write (keep.txt)", q(partialUser)},
 		{"synth onto an existing directory", "already exists", []string{"synth", "--config", filepath.Join(f.model, "config.json"), "--out", user}},
@@ -241,7 +241,7 @@ func TestSignalsCleanUp(t *testing.T) {
 		args []string
 	}{
 		{"logits", []string{"logits", "--model", f.model, "--tokens", long, "--decode", "--out", filepath.Join(f.dir, "out", "l.safetensors")}},
-		{"trace", []string{"trace", "--model", f.model, "--data", f.text, "--seq", "64", "--out", filepath.Join(f.dir, "out", "t.trace")}},
+		{"trace", []string{"trace", "--model", f.model, "--data", f.text, "--ctx", "64", "--out", filepath.Join(f.dir, "out", "t.trace")}},
 		{"synth", []string{"synth", "--config", synthCfg, "--out", filepath.Join(f.dir, "out", "synth")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

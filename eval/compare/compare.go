@@ -194,7 +194,7 @@ func readRun(path string) (*Run, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("compare: report %s: missing field(s) %s (is it a forge eval --json report?): %w",
+		return nil, fmt.Errorf("compare: report %s: missing field(s) %s (is it a JSON report of forge eval?): %w",
 			path, strings.Join(missing, ", "), ErrInput)
 	}
 	var j reportJSON

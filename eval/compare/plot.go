@@ -96,7 +96,7 @@ func (c *Set) Plot(dir string) (files, notes []string, err error) {
 		}
 		switch {
 		case len(withKL) == 0:
-			notes = append(notes, fmt.Sprintf("kl-cdf%s, kl-position%s: skipped (definition %q): no per-position KL files (--kl)",
+			notes = append(notes, fmt.Sprintf("kl-cdf%s, kl-position%s: skipped (definition %q): no per-position KL files",
 				suffix, suffix, g.Definition))
 		case len(without) > 0:
 			notes = append(notes, fmt.Sprintf("kl-cdf%s, kl-position%s: left out %s (no per-position KL file)",
@@ -251,7 +251,7 @@ func positionJob(runs []*Run, definition, suffix string) (build func() (plotRend
 			unrowed = append(unrowed, r.Name)
 		}
 	}
-	const old = "written by a forge eval older than row_positions; re-run forge eval --json --kl-out"
+	const old = "written by a forge eval older than row_positions; re-run the evaluation with a JSON report to record them"
 	switch {
 	case len(rowed) == 0:
 		return func() (plotRender, error) { return positionPlot(runs, definition) }, fmt.Sprintf(

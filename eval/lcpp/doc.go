@@ -2,8 +2,8 @@
 // llama.cpp's `llama-perplexity --kl-divergence`
 // (tools/perplexity/perplexity.cpp: perplexity, log_softmax,
 // process_logits, kl_divergence), as docs/quantization.md §7.3 states
-// them, and its base files in both layouts. forge trace --lcpp and
-// forge eval --lcpp (the root's TraceLCPP and EvalLCPP) use it.
+// them, and its base files in both layouts. forge trace lcpp and
+// forge eval lcpp (the root's TraceLCPP and EvalLCPP) use it.
 //
 // The flow is
 //
