@@ -17,8 +17,8 @@ import (
 	"forge/checkpoint"
 	"forge/internal/durable"
 	"forge/internal/outpath"
+	"forge/lut"
 	"forge/model"
-	"forge/quant"
 	"forge/safetensors"
 	"forge/tensor"
 )
@@ -401,9 +401,9 @@ func (d *dequantizer) writeMatrix(w *safetensors.Writer, t outTensor) error {
 	dense := tensor.New(out, in)
 	m.Dequantize(dense)
 	if r := m.Parts().Rotation; r != nil {
-		h, ok := r.(*quant.Hadamard)
+		h, ok := r.(*lut.Hadamard)
 		if !ok {
-			return fmt.Errorf("matrix %q: rotation %T cannot be folded back (only quant.Hadamard)", t.name, r)
+			return fmt.Errorf("matrix %q: rotation %T cannot be folded back (only lut.Hadamard)", t.name, r)
 		}
 		h.UnrotateWeights(dense)
 	}

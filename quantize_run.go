@@ -146,7 +146,7 @@ func (q *quantizer) runCalibrated(ctx context.Context, set *calib.Set) error {
 		Rotation: func(g calib.Group) lut.Rotation {
 			if seed, ok := q.r.rotationSeed(g.Names[0]); ok {
 				_, in := q.shape(g.Names[0])
-				return quant.NewHadamard(in, seed)
+				return lut.NewHadamard(in, seed)
 			}
 			return nil
 		},
@@ -231,130 +231,47 @@ func (q *quantizer) seed(name string) uint64 {
 	return q.r.cfg.Seed
 }
 
-// quantize makes one matrix (rotated, quantized, corrected), stores it
-// in the work store and returns it.
+// quantize makes one matrix (quant.Spec.Quantize: rotated, quantized,
+// corrected), stores it in the work store and returns it.
 func (q *quantizer) quantize(ctx context.Context, name string, st *calib.Stats) (*lut.Matrix, error) {
 	s, cfg := q.specs[name], q.r.cfg
 	v, err := q.ck.Vector(name)
 	if err != nil {
 		return nil, err
 	}
-	out, in := q.shape(name)
-	w := tensor.FromSlice(out, in, v)
-	var rot *quant.Hadamard
+	spec := quant.Spec{Format: s.Format, AW: cfg.AW, Rank: s.Rank, Weighted: cfg.LowRankWeighted,
+		Seed: q.seed(name), LowRankSeed: cfg.Seed}
+	if spec.Method, err = quant.ParseMethod(cfg.Method); err != nil {
+		return nil, fmt.Errorf("quantize %s: %w", name, err)
+	}
 	if seed, ok := q.r.rotationSeed(name); ok {
-		rot = quant.NewHadamard(in, seed)
-		wr := tensor.New(out, in)
-		rot.Rotate(wr, w)
-		w = wr
+		spec.Rotation = &seed
 	}
-	opt := quant.Options{Seed: q.seed(name), Context: ctx}
-	var h *quant.Hessian
+	var qst *quant.Stats
 	if st != nil {
-		h = st.Train
+		qst = &quant.Stats{Train: st.Train, Held: st.Held}
 	}
-	var lm, rm *lut.Matrix
-	if cfg.Method == "gptq" {
-		lm, rm, err = quant.GPTQ{Format: s.Format, AW: cfg.AW, Options: opt}.QuantizeWithRTN(w, h)
-	} else {
-		lm, err = quant.Nearest{Format: s.Format, AW: cfg.AW, Options: opt}.Quantize(w, h)
-		rm = lm
-	}
+	out, in := q.shape(name)
+	lm, rep, err := spec.Quantize(ctx, tensor.FromSlice(out, in, v), qst)
 	if err != nil {
 		return nil, fmt.Errorf("quantize %s: %w", name, err)
 	}
-	p := lm.Parts()
 	var snr *bundle.SNREntry
-	if st != nil && st.Held.Rows() > 0 {
-		snr = &bundle.SNREntry{Method: outputSNR(w, lm, st.Held)}
-		snr.RTN = snr.Method
-		if rm != lm {
-			snr.RTN = outputSNR(w, rm, st.Held)
-		}
-	}
-	if s.Rank > 0 {
-		if p.LowRankA, p.LowRankB, err = q.lowRank(w, lm, s.Rank, st); err != nil {
-			return nil, fmt.Errorf("quantize %s: %w", name, err)
-		}
-	}
-	if rot != nil {
-		p.Rotation = rot
-	}
-	if lm, err = lut.New(s.Format, out, in, p); err != nil {
-		return nil, fmt.Errorf("quantize %s: %w", name, err)
-	}
-	if snr != nil {
-		snr.Final = snr.Method
-		if s.Rank > 0 {
-			snr.Final = outputSNR(w, withoutRotation(lm), st.Held)
-		}
+	if rep != nil {
+		snr = &bundle.SNREntry{RTN: finiteSNR(rep.RTN), Method: finiteSNR(rep.Method), Final: finiteSNR(rep.Final)}
 		if cfg.Log != nil {
 			cfg.Log(fmt.Sprintf("%-44s %-24s held-out SNR: rtn %6.2f dB  %s %6.2f dB  final %6.2f dB",
-				name, s.Format, snr.RTN, orRTN(cfg.Method), snr.Method, snr.Final))
+				name, s.Format, snr.RTN, spec.Method, snr.Method, snr.Final))
 		}
 	}
 	return lm, q.ws.save(name, lm, snr)
 }
 
-func orRTN(m string) string {
-	if m == "" {
-		return "rtn"
-	}
-	return m
-}
-
-// withoutRotation returns lm with the rotation dropped, so that its
-// dequantized weights compare with rotated W.
-func withoutRotation(lm *lut.Matrix) *lut.Matrix {
-	p := lm.Parts()
-	if p.Rotation == nil {
-		return lm
-	}
-	p.Rotation = nil
-	out, in := lm.Dims()
-	m, err := lut.New(lm.Format(), out, in, p)
-	if err != nil {
-		panic(err) // the same arrays were accepted a moment ago
-	}
-	return m
-}
-
-// outputSNR is quant.OutputSNR of lm's dequantized weights (low-rank
-// correction included) against w.
-func outputSNR(w *tensor.Matrix, lm *lut.Matrix, h *quant.Hessian) float64 {
-	out, in := lm.Dims()
-	d := tensor.New(out, in)
-	lm.Dequantize(d)
-	v := quant.OutputSNR(w, d, h)
+// finiteSNR is an SNR as the manifest records it: 999 dB for an exact
+// matrix (+Inf), which JSON cannot hold.
+func finiteSNR(v float64) float64 {
 	if math.IsInf(v, 1) {
 		return 999
 	}
 	return v
-}
-
-// lowRank fits the rank-r correction of w − Ŵ (weighted by the training
-// Hessian with --lowrank-weighted).
-func (q *quantizer) lowRank(w *tensor.Matrix, lm *lut.Matrix, r int, st *calib.Stats) (a, b []uint16, err error) {
-	out, in := lm.Dims()
-	e := tensor.New(out, in)
-	lm.Dequantize(e)
-	for i := range e.Data[:out*in] {
-		e.Data[i] = w.Data[i] - e.Data[i]
-	}
-	opt := quant.LowRankOptions{Seed: q.r.cfg.Seed}
-	if q.r.cfg.LowRankWeighted {
-		opt.Hessian = st.Train.Matrix()
-	}
-	fit, err := quant.LowRank(e, r, opt)
-	if err != nil {
-		return nil, nil, err
-	}
-	// LowRank may keep fewer components (see its doc); the bundle declares
-	// rank r, so the rest are zero columns of A and zero rows of B.
-	a, b = make([]uint16, out*r), make([]uint16, r*in)
-	for o := range out {
-		copy(a[o*r:o*r+fit.Rank], fit.A[o*fit.Rank:(o+1)*fit.Rank])
-	}
-	copy(b, fit.B)
-	return a, b, nil
 }

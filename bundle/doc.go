@@ -80,7 +80,7 @@
 //     reports it.
 //  6. Every matrix builds (lut.New): arrays of exactly the size its format
 //     calls for, zero padding bits, INT8 codes in range, a rotation of kind
-//     "hadamard" whose block is quant.NewHadamard's for the width.
+//     "hadamard" whose block is lut.NewHadamard's for the width.
 //  7. Content hash (version 2). content_sha256 is the SHA-256 of the
 //     manifest's canonical content (Manifest.ContentHash: encoding/json's
 //     compact encoding of the parsed manifest with content_sha256 empty;
@@ -102,6 +102,19 @@
 // Open runs every check above except 3 and 7, so an edit of a version 1
 // manifest that keeps bytes, bpw, shapes and tensors consistent (a rotation
 // seed, say) cannot be detected.
+//
+// # The matrix codec and the work directory
+//
+// EncodeMatrix and DecodeMatrix turn a lut.Matrix into its Facts and its
+// arrays, in the layout above, and back (checking both); the Writer, Open
+// and WorkDir all go through them. WorkDir is a bundle in progress:
+// OUT.work holds the matrices a quantize run has finished, one safetensors
+// file per matrix with the same tensors a shard would hold and, in its
+// metadata, the facts, the held-out SNRs and a SHA-256 over them and the
+// arrays (checked on load; a damaged file is removed and made again), so
+// that an interrupted run resumes and the bundle is assembled from them.
+// The work files of earlier forge versions (generic array names, no facts)
+// are not read: they count as damaged and are made again.
 //
 // # Unfinished bundles
 //

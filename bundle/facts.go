@@ -18,22 +18,12 @@ const (
 	metaMatrixPrefix  = "matrix:"        // + matrix name → its facts as JSON (version 2)
 )
 
-// facts are what the model is computed from for one matrix besides its
-// arrays. From version 2 they are recorded twice: in forge.json and in the
-// metadata of the shard that holds the matrix's arrays.
-type facts struct {
-	Format   string         `json:"format"`
-	Shape    [2]int         `json:"shape"`
-	Rank     int            `json:"rank,omitempty"`
-	Raw      bool           `json:"raw,omitempty"`
-	Rotation *RotationEntry `json:"rotation,omitempty"`
+// factsOf returns the facts of a manifest entry.
+func factsOf(e MatrixEntry) Facts {
+	return Facts{Format: e.Format, Shape: e.Shape, Rank: e.Rank, Raw: e.Raw, Rotation: e.Rotation}
 }
 
-func factsOf(e MatrixEntry) facts {
-	return facts{Format: e.Format, Shape: e.Shape, Rank: e.Rank, Raw: e.Raw, Rotation: e.Rotation}
-}
-
-func (f facts) encode() string {
+func (f Facts) encode() string {
 	raw, err := json.Marshal(f)
 	if err != nil {
 		panic("bundle: facts do not encode: " + err.Error()) // plain strings and integers
@@ -41,8 +31,8 @@ func (f facts) encode() string {
 	return string(raw)
 }
 
-func decodeFacts(s string) (facts, error) {
-	var f facts
+func decodeFacts(s string) (Facts, error) {
+	var f Facts
 	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
@@ -57,7 +47,7 @@ func decodeFacts(s string) (facts, error) {
 // diffFacts names the first field in which the manifest's facts m and the
 // shard's facts s differ, as "rotation seed 1003, the shard X says 1004";
 // "" when they agree.
-func diffFacts(m, s facts, shard string) string {
+func diffFacts(m, s Facts, shard string) string {
 	says := "the shard " + shard + " says"
 	switch {
 	case m.Format != s.Format:
@@ -97,12 +87,12 @@ func shardMetadata(es []MatrixEntry) map[string]string {
 	return meta
 }
 
-// itemOf is the Item a manifest entry describes, with its fields checked
-// enough for tensorsOf and newEntry: a lut format, or for a raw matrix a
-// float dtype; a non-negative rank, none on a raw matrix; no rotation on a
-// raw matrix (a dense matrix applies none).
-func itemOf(e MatrixEntry) (Item, error) {
-	it := Item{Name: e.Name, Shape: []int{e.Shape[0], e.Shape[1]}, Rank: e.Rank, Matrix: true}
+// itemOf is the Item the facts of the matrix name describe, with the facts
+// checked enough for tensorsOf and newEntry: a lut format, or for a raw
+// matrix a float dtype; a positive shape; a non-negative rank, none on a raw
+// matrix; no rotation on a raw matrix (a dense matrix applies none).
+func itemOf(name string, e Facts) (Item, error) {
+	it := Item{Name: name, Shape: []int{e.Shape[0], e.Shape[1]}, Rank: e.Rank, Matrix: true}
 	switch {
 	case e.Shape[0] <= 0 || e.Shape[1] <= 0:
 		return it, fmt.Errorf("shape %v is not positive", e.Shape)

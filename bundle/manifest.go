@@ -61,7 +61,7 @@ type MatrixEntry struct {
 }
 
 // RotationEntry records an online block Hadamard rotation: blocks of
-// Block columns, signs from Seed (quant.NewHadamard(in, Seed)).
+// Block columns, signs from Seed (lut.NewHadamard(in, Seed)).
 type RotationEntry struct {
 	Kind  string `json:"kind"` // "hadamard"
 	Seed  uint64 `json:"seed"`

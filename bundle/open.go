@@ -12,7 +12,6 @@ import (
 	"forge/internal/outpath"
 	"forge/lut"
 	"forge/model"
-	"forge/quant"
 	"forge/safetensors"
 	"forge/tensor"
 )
@@ -203,66 +202,38 @@ func (b *Bundle) Matrix(name string) (*lut.Matrix, error) {
 	if m, ok := b.built[name]; ok {
 		return m, nil
 	}
-	f, err := lut.ParseFormat(e.Format)
+	m, err := DecodeMatrix(name, factsOf(e), shardArrays(b.tensors))
 	if err != nil {
-		return nil, fmt.Errorf("bundle %s: matrix %q: %w", b.dir, name, err)
-	}
-	var p lut.Parts
-	if !f.Quantized() {
-		if p.Weight, err = b.u16(name); err != nil {
-			return nil, err
-		}
-	} else if p, err = b.parts(Key(name), f, e.Rank); err != nil {
-		return nil, err
-	}
-	if r := e.Rotation; r != nil {
-		h := quant.NewHadamard(e.Shape[1], r.Seed)
-		if r.Kind != "hadamard" || h.Block() != r.Block {
-			return nil, fmt.Errorf("bundle %s: matrix %q: rotation %q with %d-wide blocks, want \"hadamard\" with %d", b.dir, name, r.Kind, r.Block, h.Block())
-		}
-		p.Rotation = h
-	}
-	m, err := lut.New(f, e.Shape[0], e.Shape[1], p)
-	if err != nil {
-		return nil, fmt.Errorf("bundle %s: matrix %q: %w", b.dir, name, err)
+		return nil, fmt.Errorf("bundle %s: %w", b.dir, err)
 	}
 	b.built[name] = m
 	return m, nil
 }
 
-func (b *Bundle) parts(key string, f lut.Format, rank int) (lut.Parts, error) {
-	var p lut.Parts
-	var err error
-	if f.Kind != lut.Int8 {
-		if p.LUT, err = b.u16(key + ".lut"); err != nil {
-			return p, err
-		}
-	}
-	sf, ok := b.tensors[key+".idx"]
+// shardArrays gives a bundle's tensors by name from the shard holding each
+// (Arrays).
+type shardArrays map[string]*safetensors.File
+
+func (s shardArrays) file(name string) (*safetensors.File, error) {
+	f, ok := s[name]
 	if !ok {
-		return p, fmt.Errorf("bundle %s: no tensor %q", b.dir, key+".idx")
+		return nil, fmt.Errorf("no tensor %q", name)
 	}
-	if p.Index, err = sf.Bytes(key + ".idx"); err != nil {
-		return p, err
-	}
-	if p.Scale, err = b.u16(key + ".scale"); err != nil {
-		return p, err
-	}
-	if rank > 0 {
-		if p.LowRankA, err = b.u16(key + ".lr_a"); err != nil {
-			return p, err
-		}
-		if p.LowRankB, err = b.u16(key + ".lr_b"); err != nil {
-			return p, err
-		}
-	}
-	return p, nil
+	return f, nil
 }
 
-func (b *Bundle) u16(name string) ([]uint16, error) {
-	f, ok := b.tensors[name]
-	if !ok {
-		return nil, fmt.Errorf("bundle %s: no tensor %q", b.dir, name)
+func (s shardArrays) Bytes(name string) ([]byte, error) {
+	f, err := s.file(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.Bytes(name)
+}
+
+func (s shardArrays) Uint16(name string) ([]uint16, error) {
+	f, err := s.file(name)
+	if err != nil {
+		return nil, err
 	}
 	return f.Uint16(name)
 }

@@ -137,7 +137,7 @@ func (b *Bundle) checkMatrix(e MatrixEntry, specs map[string]model.TensorSpec) (
 	if want := [2]int{spec.Shape[0], spec.Shape[1]}; e.Shape != want {
 		return nil, fmt.Errorf("%s: shape %v, config.json makes it %v", where, e.Shape, want)
 	}
-	it, err := itemOf(e)
+	it, err := itemOf(e.Name, factsOf(e))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}

@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -219,29 +218,16 @@ func (w *Writer) Matrix(name string, m *lut.Matrix) error {
 	if m.Format() != it.Format || m.Rank() != it.Rank || out != it.Shape[0] || in != it.Shape[1] {
 		return w.fail(fmt.Errorf("matrix %q: got %s %dx%d rank %d, declared %s %v rank %d", name, m.Format(), out, in, m.Rank(), it.Format, it.Shape, it.Rank))
 	}
-	p := m.Parts()
-	var arrays [][]byte
-	if !it.Format.Quantized() {
-		arrays = [][]byte{u16Bytes(p.Weight)}
-	} else {
-		if p.LUT != nil {
-			arrays = append(arrays, u16Bytes(p.LUT))
-		}
-		arrays = append(arrays, p.Index, u16Bytes(p.Scale))
-		if it.Rank > 0 {
-			arrays = append(arrays, u16Bytes(p.LowRankA), u16Bytes(p.LowRankB))
-		}
+	facts, ts, err := EncodeMatrix(name, m)
+	if err != nil {
+		return w.fail(err)
 	}
-	var rot *RotationEntry
-	if r := p.Rotation; r != nil {
-		h, ok := r.(hadamard)
-		if !ok {
-			return w.fail(fmt.Errorf("matrix %q: rotation %T cannot be stored (only quant.Hadamard)", name, r))
-		}
-		rot = &RotationEntry{Kind: "hadamard", Seed: h.Seed(), Block: h.Block()}
-	}
-	if (rot == nil) != (it.Rotation == nil) || rot != nil && *rot != *it.Rotation {
+	if rot := facts.Rotation; (rot == nil) != (it.Rotation == nil) || rot != nil && *rot != *it.Rotation {
 		return w.fail(fmt.Errorf("matrix %q: has %s, declared %s", name, rotationText(rot), rotationText(it.Rotation)))
+	}
+	arrays := make([][]byte, len(ts))
+	for i, t := range ts {
+		arrays[i] = t.Data
 	}
 	e := newEntry(it)
 	e.SNR = w.opt.SNR[name]
@@ -253,12 +239,6 @@ func rotationText(r *RotationEntry) string {
 		return "no rotation"
 	}
 	return describeRotation(r)
-}
-
-// hadamard is what the manifest records of a quant.Hadamard rotation.
-type hadamard interface {
-	Seed() uint64
-	Block() int
 }
 
 // Raw writes the next item's bytes in its declared dtype.
@@ -411,12 +391,4 @@ func (w *Writer) Abort() {
 		w.cur = nil
 	}
 	os.RemoveAll(w.tmp)
-}
-
-func u16Bytes(v []uint16) []byte {
-	b := make([]byte, 2*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint16(b[2*i:], x)
-	}
-	return b
 }

@@ -1,6 +1,8 @@
 // Package lut is forge's quantized weight matrix: every storage format of
 // docs/quantization.md §1 in one type, Matrix, multiplied straight from its
-// packed indices.
+// packed indices, and the online block Hadamard rotation its inputs may go
+// through (Hadamard), so that everything needed to apply a stored matrix
+// is here, in the standard library only.
 //
 //	Ŵ[o,j] = s[o] · L_g(o)[I[o/d, j]][o mod d]        (LUT<b>, vector d×K; + pcs)
 //	Ŵ[o,j] = s[o] · c[o,j],  c ∈ [−127, 127]            (INT8 per-channel)
@@ -17,6 +19,10 @@
 //	placement.go  Place: runs on the ANE / falls back to the CPU / cannot be expressed
 //	pack.go       Pack, Unpack: the index bit stream below
 //	matrix.go     Matrix, Parts (the stored arrays), New (validating), Dequantize, Rotation
+//	hadamard.go   Hadamard, NewHadamard, HadamardBlock: the online block Hadamard rotation
+//	              M = diag(D_b·H_n/√n), n = min(1024, width & −width), signs from PCG(seed, "HADAMARD")
+//	              (docs/quantization.md §3); Rotate (x·M) by a float32 fast Walsh–Hadamard transform
+//	hadamard_inverse.go  RotateTranspose (x·Mᵀ), UnrotateWeights: folding a rotation back into weights
 //	mul.go        Mul: rotation, worker-pool split, low-rank term
 //	kernel_go.go  the portable kernels (every format and alignment)
 //	kernel_simd.go, kernel_avx512.go   AVX-512 kernels (GOEXPERIMENT=simd, amd64)

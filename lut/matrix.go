@@ -13,7 +13,7 @@ var ErrParts = errors.New("arrays do not match the format")
 
 // Rotation is an orthogonal transform applied to every input row before
 // the product, x' = x·M (docs/quantization.md §3: the online block Hadamard
-// rotation; quant provides it). A Matrix with a Rotation computes
+// rotation, Hadamard in this package). A Matrix with a Rotation computes
 // y = Ŵ·x' (+ A·(B·x')): its stored weights and low-rank factors live in
 // the rotated input basis.
 type Rotation interface {

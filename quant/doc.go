@@ -1,8 +1,10 @@
 // Package quant holds forge's quantization algorithms: codebook fitting by
 // k-means, round-to-nearest into every lut.Format, the calibration
 // Hessian, GPTQ on LUT grids (docs/quantization.md §3), the weight and output
-// SNRs, and the Quantizer interface that Nearest and GPTQ implement. It
-// produces lut.Matrix values and never multiplies them.
+// SNRs, the low-rank correction, the Quantizer interface that Nearest and
+// GPTQ implement, and Spec, the per-matrix pipeline that chains them
+// (Spec.Quantize). It produces lut.Matrix values and never multiplies them;
+// the online rotation it quantizes under is lut.Hadamard.
 //
 // # Files
 //
@@ -15,10 +17,12 @@
 //	snr.go      SNR, WeightedSNR, OutputSNR (tr(WHWᵀ)/tr(EHEᵀ), float64)
 //	la*.go      the linear-algebra backend (linalg): la_go.go pure Go (gonum + tensor.Dense),
 //	            la_openblas.go cgo OpenBLAS (build tag openblas), la_default.go / la_nocgo.go select
-//	hadamard.go Hadamard, NewHadamard, HadamardBlock: online block Hadamard rotation M = diag(D_b·H_n/√n),
-//	            n = min(1024, width & −width), signs from PCG(seed, "HADAMARD") (§3)
 //	lowrank.go  LowRank, LowRankOptions, LowRankFit: seeded randomized SVD of E = W − Ŵ, A [out,r] = U·Σ,
 //	            B [r,in] unit rows, fp16; optionally H-weighted via Cholesky of H + λI (§5)
+//	pieces.go   the pipeline's pieces: Rotated (W·M by lut.Hadamard, §3), DequantOutputSNR,
+//	            Correction (LowRank of W − Ŵ, padded to rank r)
+//	spec.go     Spec, Method, Stats, Report: Spec.Quantize, the one per-matrix pipeline
+//	            rotate → round (RTN or GPTQ) → held-out SNRs → low-rank correction → attach the rotation
 //
 // # Choices (docs/quantization.md §1–2, and where it is silent)
 //

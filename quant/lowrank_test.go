@@ -438,7 +438,7 @@ func TestLowRankErrors(t *testing.T) {
 func TestRotatedLowRankLayer(t *testing.T) {
 	const out, in, T, r = 64, 256, 3, 16
 	w := gaussian(out, in, true, 21)
-	h := NewHadamard(in, 1000+3)
+	h := lut.NewHadamard(in, 1000+3)
 	wr := tensor.New(out, in)
 	copy(wr.Data, w.Data)
 	h.RotateWeights(wr)
@@ -497,6 +497,25 @@ func TestRotatedLowRankLayer(t *testing.T) {
 	if !(d1 < d0) {
 		t.Errorf("low-rank correction did not reduce the output error: %.4g → %.4g", d0, d1)
 	}
+}
+
+// hdNormal is a [rows, cols] matrix of standard normal values.
+func hdNormal(rows, cols int, seed uint64) *tensor.Matrix {
+	r := rand.New(rand.NewPCG(seed, 0x4ad))
+	m := tensor.New(rows, cols)
+	for i := range m.Data {
+		m.Data[i] = float32(r.NormFloat64())
+	}
+	return m
+}
+
+// hdNorm is the Euclidean norm of v.
+func hdNorm(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s)
 }
 
 // BenchmarkLowRank times one rank-64 fit of a 17408×5120 error matrix

@@ -1,4 +1,4 @@
-package quant
+package lut
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ import (
 // (UnrotateWeights).
 func (h *Hadamard) RotateTranspose(dst, x *tensor.Matrix) {
 	if x.Cols != h.width || dst.Cols != h.width || dst.Rows != x.Rows {
-		panic(fmt.Sprintf("quant.Hadamard.RotateTranspose: x %dx%d, dst %dx%d, width %d", x.Rows, x.Cols, dst.Rows, dst.Cols, h.width))
+		panic(fmt.Sprintf("lut.Hadamard.RotateTranspose: x %dx%d, dst %dx%d, width %d", x.Rows, x.Cols, dst.Rows, dst.Cols, h.width))
 	}
 	grain := (hadamardGrain + h.width - 1) / h.width
 	if x.Rows < 2*grain {

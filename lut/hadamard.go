@@ -1,4 +1,4 @@
-package quant
+package lut
 
 import (
 	"fmt"
@@ -30,7 +30,7 @@ const hadamardGrain = 1 << 15
 // but mixes nothing. It panics if width ≤ 0.
 func HadamardBlock(width int) int {
 	if width <= 0 {
-		panic(fmt.Sprintf("quant.HadamardBlock: width %d", width))
+		panic(fmt.Sprintf("lut.HadamardBlock: width %d", width))
 	}
 	return min(HadamardMaxBlock, width&-width)
 }
@@ -45,7 +45,8 @@ func HadamardBlock(width int) int {
 // Since M·Mᵀ = I, rotating the input rows x' = x·M and the weights
 // W' = W·M (W [out, in], a layer y = x·Wᵀ) leaves a float layer unchanged:
 // x'·W'ᵀ = x·M·Mᵀ·Wᵀ = x·Wᵀ. The quantizer works on W' and the runtime
-// rotates x online (Hadamard implements lut.Rotation).
+// rotates x online (Hadamard implements Rotation; Matrix applies it
+// before the product).
 //
 // The signs derive from the seed alone: with
 // g = rand.New(rand.NewPCG(seed, 0x484144414D415244)) (math/rand/v2), the
@@ -116,7 +117,7 @@ func (h *Hadamard) Seed() uint64 { return h.seed }
 // row among them, run on the caller and allocate nothing. It panics if the shapes do not match.
 func (h *Hadamard) Rotate(dst, x *tensor.Matrix) {
 	if x.Cols != h.width || dst.Cols != h.width || dst.Rows != x.Rows {
-		panic(fmt.Sprintf("quant.Hadamard.Rotate: x %dx%d, dst %dx%d, width %d", x.Rows, x.Cols, dst.Rows, dst.Cols, h.width))
+		panic(fmt.Sprintf("lut.Hadamard.Rotate: x %dx%d, dst %dx%d, width %d", x.Rows, x.Cols, dst.Rows, dst.Cols, h.width))
 	}
 	grain := (hadamardGrain + h.width - 1) / h.width
 	if x.Rows < 2*grain {

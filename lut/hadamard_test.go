@@ -1,4 +1,4 @@
-package quant
+package lut
 
 import (
 	"fmt"
@@ -7,11 +7,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"forge/lut"
 	"forge/tensor"
 )
 
-var _ lut.Rotation = (*Hadamard)(nil)
+var _ Rotation = (*Hadamard)(nil)
 
 // hdUnit is the unit roundoff of float32, 2⁻²⁴.
 const hdUnit = 0x1p-24
