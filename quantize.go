@@ -2,22 +2,20 @@ package forge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
 	"forge/bundle"
 	"forge/calib"
-	"forge/checkpoint"
 	"forge/internal/outpath"
-	"forge/internal/units"
+	"forge/lut"
 	"forge/model"
 	"forge/plan"
 	"forge/quant"
 )
 
 // QuantizeConfig configures Quantize. Zero values are the defaults; any
-// conflicting or incomplete combination is an error (newRecipe).
+// conflicting or incomplete combination is an error (plan.Recipe.Check).
 type QuantizeConfig struct {
 	Model  string // HF checkpoint directory
 	Out    string // bundle directory to create
@@ -48,15 +46,16 @@ type QuantizeConfig struct {
 }
 
 // Quantize writes a bundle of cfg.Model with every quantizable matrix in
-// the format --format or the plan assigns it, the rest copied in its source
-// dtype. With calibration it runs the model layer by layer (calib.Runner,
-// true sequential). Finished matrices go to OUT.work as they are made, so
-// an interrupted run resumes with cfg.Resume; the bundle is assembled from
+// the format the recipe (default format, plan, method, rotation, low-rank
+// correction) assigns it, the rest copied in its source dtype. With
+// calibration it runs the model layer by layer (calib.Runner, true
+// sequential). Finished matrices go to OUT.work as they are made, so an
+// interrupted run resumes with cfg.Resume; the bundle is assembled from
 // them at the end and is complete and verified or absent (package bundle).
 func Quantize(ctx context.Context, cfg QuantizeConfig) error {
-	r, err := newRecipe(cfg)
+	r, err := cfg.recipe()
 	if err != nil {
-		return err
+		return fmt.Errorf("quantize: %w", err)
 	}
 	if err := checkQuantizePaths(cfg); err != nil {
 		return err
@@ -66,55 +65,85 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 		return err
 	}
 	defer ck.Close()
-	items, specs, err := r.items(ck)
+	q := &quantizer{cfg: cfg, r: r, ck: ck, specs: map[string]quant.Spec{}, snr: map[string]*bundle.SNREntry{}}
+	items, err := q.items()
 	if err != nil {
 		return err
 	}
-	if cfg.Log != nil {
-		for _, line := range lowRankCost(items) {
-			cfg.Log(line)
+	var set *calib.Set
+	if r.NeedsCalib() {
+		if set, err = loadCalib(cfg); err != nil {
+			return err
 		}
 	}
 	fp, err := ck.Fingerprint()
 	if err != nil {
 		return err
 	}
-	q := &quantizer{r: r, ck: ck, specs: specs, snr: map[string]*bundle.SNREntry{}}
-	var set *calib.Set
-	if r.needsCalib() {
-		if set, err = loadCalib(cfg); err != nil {
-			return err
-		}
-	}
-	recipeJSON, err := r.fingerprint(fp, set)
+	record, err := q.record(fp, set)
 	if err != nil {
 		return err
 	}
-	if q.ws, err = openWork(cfg.Out, recipeJSON, cfg.Resume); err != nil {
-		return err
+	wd, err := bundle.OpenWork(cfg.Out, record, bundle.WorkOptions{Resume: cfg.Resume, ForgeVersion: Version,
+		Damaged: func(path string, err error) {
+			if cfg.Log != nil {
+				cfg.Log(fmt.Sprintf("resume: %s failed its SHA-256 check (damaged); it is made again", path))
+			}
+		}})
+	if err != nil {
+		return fmt.Errorf("quantize: %w", err)
 	}
-	q.ws.Damaged = func(path string) {
-		if cfg.Log != nil {
-			cfg.Log(fmt.Sprintf("resume: %s failed its SHA-256 check (damaged); it is made again", path))
-		}
-	}
-	defer q.ws.close(false)
+	q.wd = wd
+	defer wd.Close(false)
 	if set != nil {
 		err = q.runCalibrated(ctx, set)
 	} else {
 		err = q.runDirect(ctx)
 	}
 	if err == nil {
-		err = q.assemble(items, fp, recipeJSON)
+		err = q.assemble(items, fp, record)
 	}
 	if err != nil {
-		if q.ws.close(false); q.ws.stored() == 0 {
-			q.ws.close(true) // nothing to resume from
+		if wd.Close(false); wd.Stored() == 0 {
+			wd.Close(true) // nothing to resume from
 			return err
 		}
-		return &WorkKeptError{Dir: q.ws.dir, Bytes: q.ws.size(), Err: err}
+		return &WorkKeptError{Dir: wd.Dir(), Bytes: wd.Size(), Err: err}
 	}
-	return q.ws.close(true)
+	return wd.Close(true)
+}
+
+// recipe turns the configuration's settings into a checked plan.Recipe.
+func (cfg QuantizeConfig) recipe() (*plan.Recipe, error) {
+	r := &plan.Recipe{AW: cfg.AW, Hadamard: cfg.Hadamard, Seed: cfg.Seed, PlanPath: cfg.Plan,
+		LowRank: plan.LowRank{Rank: cfg.LowRankRank, Weighted: cfg.LowRankWeighted}}
+	var err error
+	if r.Method, err = quant.ParseMethod(cfg.Method); err != nil {
+		return nil, err
+	}
+	if cfg.Format != "" {
+		f, err := lut.ParseFormat(cfg.Format)
+		if err != nil {
+			return nil, fmt.Errorf("format: %w", err)
+		}
+		r.Format = &f
+	}
+	if cfg.Plan != "" {
+		if r.Plan, err = plan.Read(cfg.Plan); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range cfg.LowRankParts {
+		p, ok := model.ParsePart(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: low-rank parts: unknown part %q (parts: %s)", plan.ErrRecipe, name, plan.QuantPartNames())
+		}
+		r.LowRank.Parts = append(r.LowRank.Parts, p)
+	}
+	if cfg.Seq < 0 || cfg.HoldOut < 0 {
+		return nil, fmt.Errorf("%w: the calibration row length and held-out row count must not be negative", plan.ErrRecipe)
+	}
+	return r, r.Check(len(cfg.Calib) > 0)
 }
 
 // WorkKeptError is a Quantize failure (or interruption) after matrices
@@ -139,7 +168,7 @@ func (e *WorkKeptError) Unwrap() error { return e.Err }
 func checkQuantizePaths(cfg QuantizeConfig) error {
 	inputs := append([]string{cfg.Model, cfg.Plan}, dataPaths(cfg.Calib)...)
 	out := filepath.Clean(cfg.Out)
-	for _, p := range []string{out + ".work", out + ".partial"} {
+	for _, p := range []string{bundle.WorkPath(out), out + ".partial"} {
 		if err := outpath.Disjoint([]string{p}, inputs); err != nil {
 			return fmt.Errorf("quantize: %w", err)
 		}
@@ -151,131 +180,9 @@ func checkQuantizePaths(cfg QuantizeConfig) error {
 		return fmt.Errorf("quantize: an interrupted export: %w", err)
 	}
 	if !cfg.Resume {
-		if err := outpath.CheckRemovable(out+".work", workKind); err != nil {
+		if err := outpath.CheckRemovable(bundle.WorkPath(out), bundle.WorkKind); err != nil {
 			return fmt.Errorf("quantize: work directory: %w", err)
 		}
 	}
 	return nil
-}
-
-// items declares the bundle's tensors in checkpoint order and the spec of
-// every matrix that gets a lut format.
-func (r *recipe) items(ck *checkpoint.Checkpoint) ([]bundle.Item, map[string]plan.Spec, error) {
-	infos := ck.Tensors()
-	items := make([]bundle.Item, len(infos))
-	specs := map[string]plan.Spec{}
-	var names []string
-	for i, t := range infos {
-		items[i] = bundle.Item{Name: t.Spec.Name, Shape: t.Spec.Shape, DType: t.DType, Matrix: t.Spec.Matrix}
-		if !t.Spec.Quantizable {
-			continue
-		}
-		names = append(names, t.Spec.Name)
-		s, ok, err := r.spec(t.Spec.Name)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !ok {
-			continue
-		}
-		if err := s.Format.CheckShape(t.Spec.Shape[0], t.Spec.Shape[1]); err != nil {
-			return nil, nil, fmt.Errorf("quantize: %s cannot hold %s %v: %w", s.Format, t.Spec.Name, t.Spec.Shape, err)
-		}
-		if most := min(t.Spec.Shape[0], t.Spec.Shape[1]); s.Rank > most {
-			return nil, nil, fmt.Errorf("quantize: %s %v: a low-rank correction of rank %d exceeds its smaller side %d", t.Spec.Name, t.Spec.Shape, s.Rank, most)
-		}
-		items[i].Format, items[i].Rank = s.Format, s.Rank
-		if seed, ok := r.rotationSeed(t.Spec.Name); ok {
-			h := quant.NewHadamard(t.Spec.Shape[1], seed)
-			items[i].Rotation = &bundle.RotationEntry{Kind: "hadamard", Seed: seed, Block: h.Block()}
-		}
-		specs[t.Spec.Name] = s
-	}
-	if err := r.plan.Check(names); err != nil {
-		return nil, nil, fmt.Errorf("quantize: plan %s: %w", r.cfg.Plan, err)
-	}
-	return items, specs, nil
-}
-
-// lowRankCost says, per part, what the low-rank corrections add to the
-// stored size of its matrices (they can double a mixer at rank 32).
-func lowRankCost(items []bundle.Item) []string {
-	type cost struct{ without, with int64 }
-	by := map[model.Part]*cost{}
-	var parts []model.Part
-	for _, it := range items {
-		if it.Rank == 0 {
-			continue
-		}
-		t, _ := model.Lookup(it.Name)
-		c := by[t.Part]
-		if c == nil {
-			c = &cost{}
-			by[t.Part] = c
-			parts = append(parts, t.Part)
-		}
-		c.without += it.Format.Size(it.Shape[0], it.Shape[1], 0).Total()
-		c.with += it.Format.Size(it.Shape[0], it.Shape[1], it.Rank).Total()
-	}
-	var out []string
-	for _, p := range parts {
-		c := by[p]
-		out = append(out, fmt.Sprintf("low-rank correction: %s matrices %s → %s (+%.0f%%)", p,
-			units.Bytes(c.without), units.Bytes(c.with), 100*float64(c.with-c.without)/float64(max(c.without, 1))))
-	}
-	return out
-}
-
-// assemble writes the bundle from the work store and the checkpoint.
-func (q *quantizer) assemble(items []bundle.Item, fp string, recipeJSON []byte) error {
-	cfg := q.r.cfg
-	abs, _ := filepath.Abs(cfg.Model)
-	var rec map[string]any
-	if err := json.Unmarshal(recipeJSON, &rec); err != nil {
-		return err
-	}
-	method := cfg.Method
-	if method == "" {
-		method = "rtn"
-	}
-	format := cfg.Format
-	if format == "" && q.r.plan != nil && q.r.plan.Default != nil {
-		format = q.r.plan.Default.Format.String()
-	}
-	w, err := bundle.Create(cfg.Out, items, bundle.WriteOptions{
-		ShardSize: cfg.ShardSize, Overwrite: cfg.Overwrite, SourceDir: cfg.Model, SNR: q.snr,
-		Manifest: bundle.Manifest{
-			ForgeVersion: Version,
-			Source:       bundle.SourceInfo{Path: abs, Fingerprint: fp},
-			Quant:        bundle.QuantInfo{Method: method, Seed: cfg.Seed, Format: format, Recipe: rec},
-		},
-	})
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	for _, it := range items {
-		if it.Format.Kind == 0 {
-			raw, err := q.ck.Raw(it.Name)
-			if err != nil {
-				return err
-			}
-			if err := w.Raw(it.Name, raw); err != nil {
-				return err
-			}
-			continue
-		}
-		m, snr, ok, err := q.ws.load(it.Name)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("quantize: internal error: %s was not quantized", it.Name)
-		}
-		q.snr[it.Name] = snr
-		if err := w.Matrix(it.Name, m); err != nil {
-			return err
-		}
-	}
-	return w.Close()
 }

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"runtime/debug"
-	"slices"
 
 	"forge/bundle"
 	"forge/calib"
@@ -21,11 +21,54 @@ import (
 
 // quantizer carries one Quantize run.
 type quantizer struct {
-	r     *recipe
+	cfg   QuantizeConfig
+	r     *plan.Recipe
 	ck    *checkpoint.Checkpoint
-	specs map[string]plan.Spec // matrices that get a lut format
-	ws    *workStore
+	specs map[string]quant.Spec // matrices that get a lut format
+	names []string              // the same, in checkpoint order
+	shape map[string][2]int     // their [out, in]
+	wd    *bundle.WorkDir
 	snr   map[string]*bundle.SNREntry
+}
+
+// items declares the bundle's tensors in checkpoint order and records the
+// spec of every matrix that gets a lut format; it logs what low-rank
+// corrections add to each part's size.
+func (q *quantizer) items() ([]bundle.Item, error) {
+	infos := q.ck.Tensors()
+	items := make([]bundle.Item, len(infos))
+	q.shape = map[string][2]int{}
+	var quantizable []string
+	for i, t := range infos {
+		items[i] = bundle.Item{Name: t.Spec.Name, Shape: t.Spec.Shape, DType: t.DType, Matrix: t.Spec.Matrix}
+		if !t.Spec.Quantizable {
+			continue
+		}
+		quantizable = append(quantizable, t.Spec.Name)
+		s, ok, err := q.r.Spec(t.Spec, i)
+		if err != nil {
+			return nil, fmt.Errorf("quantize: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		items[i].Format, items[i].Rank = s.Format, s.Rank
+		if s.Rotation != nil {
+			h := lut.NewHadamard(t.Spec.Shape[1], *s.Rotation)
+			items[i].Rotation = &bundle.RotationEntry{Kind: "hadamard", Seed: *s.Rotation, Block: h.Block()}
+		}
+		q.specs[t.Spec.Name], q.names = s, append(q.names, t.Spec.Name)
+		q.shape[t.Spec.Name] = [2]int{t.Spec.Shape[0], t.Spec.Shape[1]}
+	}
+	if err := q.r.Plan.Check(quantizable); err != nil {
+		return nil, fmt.Errorf("quantize: plan %s: %w", q.cfg.Plan, err)
+	}
+	if q.cfg.Log != nil {
+		for _, line := range plan.LowRankCost(q.specs, q.shape) {
+			q.cfg.Log(line)
+		}
+	}
+	return items, nil
 }
 
 // loadCalib reads the calibration rows with the model's tokenizer.
@@ -53,84 +96,54 @@ func loadCalib(cfg QuantizeConfig) (*calib.Set, error) {
 }
 
 // holdOut is the number of calibration rows held out of n.
-func (r *recipe) holdOut(n int) int {
-	if r.cfg.HoldOut > 0 {
-		return min(r.cfg.HoldOut, n-1)
+func (q *quantizer) holdOut(n int) int {
+	if q.cfg.HoldOut > 0 {
+		return min(q.cfg.HoldOut, n-1)
 	}
 	return max(1, n/12)
 }
 
-// fingerprint is the run's settings as JSON: the work store's identity
-// and the manifest's recipe.
-func (r *recipe) fingerprint(source string, set *calib.Set) ([]byte, error) {
-	c := r.cfg
-	rec := map[string]any{
-		"source": source, "format": c.Format, "method": c.Method, "aw": c.AW, "hadamard": c.Hadamard,
-		"seed": c.Seed, "forge_version": Version,
+// record is the run's recipe as JSON: the work directory's identity and
+// the manifest's recipe.
+func (q *quantizer) record(fp string, set *calib.Set) ([]byte, error) {
+	if set == nil {
+		return q.r.Record(fp, Version, nil, 0)
 	}
-	if c.Plan != "" {
-		rec["plan"] = map[string]any{"path": c.Plan, "plan": r.plan}
-	}
-	if c.LowRankRank > 0 {
-		parts := []string{}
-		for p := range r.lrParts {
-			parts = append(parts, string(p))
-		}
-		slices.Sort(parts)
-		rec["lowrank"] = map[string]any{"rank": c.LowRankRank, "parts": parts, "weighted": c.LowRankWeighted}
-	}
-	if c.Hadamard {
-		rec["rotation"] = map[string]any{"kind": "hadamard", "seeds": "1000+layer before gate/up, 2000+layer before down",
-			"block": "1024 or the largest power of two dividing the width"}
-	}
-	if set != nil {
-		rec["calibration"] = map[string]any{"recipe": set.Recipe(), "held_out_rows": r.holdOut(len(set.Rows))}
-	}
-	return json.Marshal(rec)
+	return q.r.Record(fp, Version, set.Recipe(), q.holdOut(len(set.Rows)))
 }
 
 // runDirect quantizes every matrix from its weights alone (no calibration).
 func (q *quantizer) runDirect(ctx context.Context) error {
-	names := q.names()
-	for i, name := range names {
+	for i, name := range q.names {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if _, _, ok, err := q.ws.load(name); err != nil || ok {
+		if _, _, ok, err := q.wd.Load(name); err != nil || ok {
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		if _, err := q.quantize(ctx, name, nil); err != nil {
+		if err := q.quantize(ctx, name, nil); err != nil {
 			return err
 		}
-		if p := q.r.cfg.Progress; p != nil {
-			p(int64(i+1), int64(len(names)))
+		if p := q.cfg.Progress; p != nil {
+			p(int64(i+1), int64(len(q.names)))
 		}
 	}
 	return nil
 }
 
-// names lists the matrices that get a lut format, in checkpoint order.
-func (q *quantizer) names() []string {
-	var out []string
-	for _, t := range q.ck.Tensors() {
-		if _, ok := q.specs[t.Spec.Name]; ok {
-			out = append(out, t.Spec.Name)
-		}
-	}
-	return out
-}
-
 // runCalibrated runs the model layer by layer over the calibration rows,
-// resuming after the last layer whose matrices are all in the work store.
+// resuming after the last layer whose matrices are all in the work
+// directory. The model runs on the stored copies of finished matrices,
+// mapped from OUT.work, so that finished layers live in the page cache.
 func (q *quantizer) runCalibrated(ctx context.Context, set *calib.Set) error {
 	m, err := model.Load(q.ck)
 	if err != nil {
 		return err
 	}
-	train, held, err := set.HoldOut(q.r.holdOut(len(set.Rows)))
+	train, held, err := set.HoldOut(q.holdOut(len(set.Rows)))
 	if err != nil {
 		return err
 	}
@@ -138,26 +151,29 @@ func (q *quantizer) runCalibrated(ctx context.Context, set *calib.Set) error {
 	if err != nil {
 		return err
 	}
-	run := calib.Runner{
-		Model: m, Train: train, Held: held,
+	run := calib.Runner{Model: m, Train: train, Held: held,
 		Skip: func(g calib.Group) bool {
-			return !slices.ContainsFunc(g.Names, func(n string) bool { _, ok := q.specs[n]; return ok })
+			for _, n := range g.Names {
+				if _, ok := q.specs[n]; ok {
+					return false
+				}
+			}
+			return true
 		},
 		Rotation: func(g calib.Group) lut.Rotation {
-			if seed, ok := q.r.rotationSeed(g.Names[0]); ok {
-				_, in := q.shape(g.Names[0])
-				return lut.NewHadamard(in, seed)
+			if s := q.specs[g.Names[0]]; s.Rotation != nil {
+				return lut.NewHadamard(q.shape[g.Names[0]][1], *s.Rotation)
 			}
 			return nil
 		},
-	}
-	run.Progress = func(done, total int) {
-		// A layer's Hessians and GPTQ buffers are garbage now: return
-		// them to the OS so that the peak stays one layer's working set.
-		debug.FreeOSMemory()
-		if p := q.r.cfg.Progress; p != nil {
-			p(int64(done), int64(total))
-		}
+		Progress: func(done, total int) {
+			// A layer's Hessians and GPTQ buffers are garbage now: return
+			// them to the OS so that the peak stays one layer's working set.
+			debug.FreeOSMemory()
+			if p := q.cfg.Progress; p != nil {
+				p(int64(done), int64(total))
+			}
+		},
 	}
 	return run.Run(ctx, from, func(g calib.Group, st calib.Stats) (map[string]model.Linear, error) {
 		out := map[string]model.Linear{}
@@ -165,12 +181,10 @@ func (q *quantizer) runCalibrated(ctx context.Context, set *calib.Set) error {
 			if _, ok := q.specs[name]; !ok {
 				continue
 			}
-			if _, err := q.quantize(ctx, name, &st); err != nil {
+			if err := q.quantize(ctx, name, &quant.Stats{Train: st.Train, Held: st.Held}); err != nil {
 				return nil, err
 			}
-			// The model runs on the stored copy, mapped from OUT.work, so
-			// that finished layers live in the page cache, not the heap.
-			lm, _, _, err := q.ws.load(name)
+			lm, _, _, err := q.wd.Load(name)
 			if err != nil {
 				return nil, err
 			}
@@ -181,28 +195,25 @@ func (q *quantizer) runCalibrated(ctx context.Context, set *calib.Set) error {
 }
 
 // restore puts the stored matrices of every layer that is complete in the
-// work store into m's slots and returns the first incomplete layer.
+// work directory into m's slots and returns the first incomplete layer.
 func (q *quantizer) restore(m *model.Model) (int, error) {
 	L := len(m.Config().Layers)
 	for li := range L {
-		var names []string
+		got := map[string]*lut.Matrix{}
 		for _, g := range calib.Groups(m.Config(), li) {
 			for _, n := range g.Names {
-				if _, ok := q.specs[n]; ok {
-					names = append(names, n)
+				if _, ok := q.specs[n]; !ok {
+					continue
 				}
+				lm, _, ok, err := q.wd.Load(n)
+				if err != nil {
+					return 0, err
+				}
+				if !ok {
+					return li, nil
+				}
+				got[n] = lm
 			}
-		}
-		got := map[string]*lut.Matrix{}
-		for _, n := range names {
-			lm, _, ok, err := q.ws.load(n)
-			if err != nil {
-				return 0, err
-			}
-			if !ok {
-				return li, nil
-			}
-			got[n] = lm
 		}
 		for n, lm := range got {
 			*m.Slot(n) = lm
@@ -211,60 +222,31 @@ func (q *quantizer) restore(m *model.Model) (int, error) {
 	return L, nil
 }
 
-func (q *quantizer) shape(name string) (out, in int) {
-	for _, t := range q.ck.Tensors() {
-		if t.Spec.Name == name {
-			return t.Spec.Shape[0], t.Spec.Shape[1]
-		}
-	}
-	panic("forge: no tensor " + name)
-}
-
-// seed is the codebook seed of a matrix: cfg.Seed plus its index in the
-// checkpoint, as for every method.
-func (q *quantizer) seed(name string) uint64 {
-	for i, t := range q.ck.Tensors() {
-		if t.Spec.Name == name {
-			return q.r.cfg.Seed + uint64(i)
-		}
-	}
-	return q.r.cfg.Seed
-}
-
 // quantize makes one matrix (quant.Spec.Quantize: rotated, quantized,
-// corrected), stores it in the work store and returns it.
-func (q *quantizer) quantize(ctx context.Context, name string, st *calib.Stats) (*lut.Matrix, error) {
-	s, cfg := q.specs[name], q.r.cfg
+// corrected) and stores it in the work directory.
+func (q *quantizer) quantize(ctx context.Context, name string, st *quant.Stats) error {
+	spec := q.specs[name]
 	v, err := q.ck.Vector(name)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	spec := quant.Spec{Format: s.Format, AW: cfg.AW, Rank: s.Rank, Weighted: cfg.LowRankWeighted,
-		Seed: q.seed(name), LowRankSeed: cfg.Seed}
-	if spec.Method, err = quant.ParseMethod(cfg.Method); err != nil {
-		return nil, fmt.Errorf("quantize %s: %w", name, err)
-	}
-	if seed, ok := q.r.rotationSeed(name); ok {
-		spec.Rotation = &seed
-	}
-	var qst *quant.Stats
-	if st != nil {
-		qst = &quant.Stats{Train: st.Train, Held: st.Held}
-	}
-	out, in := q.shape(name)
-	lm, rep, err := spec.Quantize(ctx, tensor.FromSlice(out, in, v), qst)
+	sh := q.shape[name]
+	lm, rep, err := spec.Quantize(ctx, tensor.FromSlice(sh[0], sh[1], v), st)
 	if err != nil {
-		return nil, fmt.Errorf("quantize %s: %w", name, err)
+		return fmt.Errorf("quantize %s: %w", name, err)
 	}
 	var snr *bundle.SNREntry
 	if rep != nil {
 		snr = &bundle.SNREntry{RTN: finiteSNR(rep.RTN), Method: finiteSNR(rep.Method), Final: finiteSNR(rep.Final)}
-		if cfg.Log != nil {
-			cfg.Log(fmt.Sprintf("%-44s %-24s held-out SNR: rtn %6.2f dB  %s %6.2f dB  final %6.2f dB",
-				name, s.Format, snr.RTN, spec.Method, snr.Method, snr.Final))
+		if q.cfg.Log != nil {
+			q.cfg.Log(fmt.Sprintf("%-44s %-24s held-out SNR: rtn %6.2f dB  %s %6.2f dB  final %6.2f dB",
+				name, spec.Format, snr.RTN, spec.Method, snr.Method, snr.Final))
 		}
 	}
-	return lm, q.ws.save(name, lm, snr)
+	if err := q.wd.Save(name, lm, snr); err != nil {
+		return fmt.Errorf("quantize: %w", err)
+	}
+	return nil
 }
 
 // finiteSNR is an SNR as the manifest records it: 999 dB for an exact
@@ -274,4 +256,52 @@ func finiteSNR(v float64) float64 {
 		return 999
 	}
 	return v
+}
+
+// assemble writes the bundle from the work directory and the checkpoint.
+func (q *quantizer) assemble(items []bundle.Item, fp string, record []byte) error {
+	abs, _ := filepath.Abs(q.cfg.Model)
+	var rec map[string]any
+	if err := json.Unmarshal(record, &rec); err != nil {
+		return err
+	}
+	format := ""
+	if q.r.Format != nil {
+		format = q.r.Format.String()
+	} else if q.r.Plan != nil && q.r.Plan.Default != nil {
+		format = q.r.Plan.Default.Format.String()
+	}
+	w, err := bundle.Create(q.cfg.Out, items, bundle.WriteOptions{
+		ShardSize: q.cfg.ShardSize, Overwrite: q.cfg.Overwrite, SourceDir: q.cfg.Model, SNR: q.snr,
+		Manifest: bundle.Manifest{ForgeVersion: Version, Source: bundle.SourceInfo{Path: abs, Fingerprint: fp},
+			Quant: bundle.QuantInfo{Method: q.r.Method.String(), Seed: q.cfg.Seed, Format: format, Recipe: rec}},
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	for _, it := range items {
+		if it.Format.Kind == 0 {
+			raw, err := q.ck.Raw(it.Name)
+			if err == nil {
+				err = w.Raw(it.Name, raw)
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		m, snr, ok, err := q.wd.Load(it.Name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("quantize: internal error: %s was not quantized", it.Name)
+		}
+		q.snr[it.Name] = snr
+		if err := w.Matrix(it.Name, m); err != nil {
+			return err
+		}
+	}
+	return w.Close()
 }

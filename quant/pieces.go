@@ -22,13 +22,6 @@ func Rotated(w *tensor.Matrix, seed uint64) (*tensor.Matrix, *lut.Hadamard) {
 	return wr, h
 }
 
-// NewHadamard is lut.NewHadamard.
-//
-// Deprecated: the rotation is part of package lut (it runs at inference);
-// use lut.NewHadamard. This forwarder remains only until the callers in
-// the root package are moved over.
-func NewHadamard(width int, seed uint64) *lut.Hadamard { return lut.NewHadamard(width, seed) }
-
 // DequantOutputSNR is OutputSNR(w, Ŵ, h) with Ŵ [out, in] the matrix m
 // applies to its (rotated) input, Ŵ + A·B (lut.Matrix.Dequantize): so w
 // must be in the basis m is stored in (rotated if m carries a rotation).

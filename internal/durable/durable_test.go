@@ -38,3 +38,27 @@ func TestWriteFileFails(t *testing.T) {
 		t.Errorf("%s exists", p)
 	}
 }
+
+// TestNeverReplacesSpecialFiles: a write aimed at a device, a directory or
+// a link is refused and leaves it as it was (a rename over /dev/null once
+// turned it into a regular file on this machine).
+func TestNeverReplacesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link")
+	os.Symlink(filepath.Join(dir, "target"), link)
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	for _, p := range []string{os.DevNull, link, sub} {
+		before, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteFile(p, []byte("x")); err == nil {
+			t.Errorf("WriteFile(%s) succeeded", p)
+		}
+		after, err := os.Lstat(p)
+		if err != nil || after.Mode() != before.Mode() {
+			t.Errorf("%s changed from %v to %v (%v)", p, before.Mode(), after.Mode(), err)
+		}
+	}
+}

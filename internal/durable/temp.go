@@ -2,6 +2,7 @@ package durable
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,8 +19,13 @@ const tempTag = ".forge-tmp-"
 // CreateTemp creates a temporary file for path in path's directory (mode
 // 0600; the caller renames it over path when complete). Leftover
 // temporaries of path from forge processes that no longer run are removed
-// first (CleanStale).
+// first (CleanStale). Something at path that is not a regular file (a
+// device such as /dev/null, a directory, a link, a pipe) is refused: the
+// rename would replace it.
 func CreateTemp(path string) (*os.File, error) {
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v): refusing to replace it", path, st.Mode().Type())
+	}
 	CleanStale(path)
 	return os.CreateTemp(filepath.Dir(path), tempPattern(path))
 }
