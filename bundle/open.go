@@ -156,6 +156,18 @@ func (b *Bundle) Vector(name string) ([]float32, error) {
 	return f.Float32(name)
 }
 
+// Raw returns a tensor as the bundle's shards store it: its header entry
+// (dtype, shape) and its bytes, mapped read-only (valid until Close).
+func (b *Bundle) Raw(name string) (safetensors.TensorInfo, []byte, error) {
+	f, ok := b.tensors[name]
+	if !ok {
+		return safetensors.TensorInfo{}, nil, fmt.Errorf("bundle %s: no tensor %q", b.dir, name)
+	}
+	info, _ := f.Info(name)
+	data, err := f.Bytes(name)
+	return info, data, err
+}
+
 // Linear returns a matrix: a lut.Matrix for a quantized (or lut bf16)
 // matrix, a dense one for a matrix kept raw.
 func (b *Bundle) Linear(name string) (model.Linear, error) {

@@ -53,7 +53,8 @@ var CopiedFiles = []string{"config.json", "tokenizer.json", "tokenizer_config.js
 // A shard's header, written when its first item arrives, carries the facts
 // of its matrices (doc.go, "Integrity"), all declared up front in the Items.
 type Writer struct {
-	out, tmp string
+	out, tmp string // tmp is stage.Dir
+	stage    *outpath.Staged
 	opt      WriteOptions
 	items    []Item
 	shards   []shardPlan
@@ -90,13 +91,11 @@ func Create(out string, items []Item, opt WriteOptions) (*Writer, error) {
 	if err := outpath.Check(outpath.Target{Path: out, Dir: true, Owned: IsBundle}, opt.Overwrite); err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
-	w := &Writer{out: out, tmp: out + ".partial", opt: opt, items: items, man: opt.Manifest}
-	if err := outpath.RemoveDir(w.tmp, PartialKind); err != nil {
-		return nil, fmt.Errorf("bundle %s: an interrupted export: %w", out, err)
-	}
-	if err := outpath.MakeDir(w.tmp, PartialKind, opt.Manifest.ForgeVersion); err != nil {
+	stage, err := outpath.Stage(out, opt.Manifest.ForgeVersion)
+	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", out, err)
 	}
+	w := &Writer{out: out, tmp: stage.Dir, stage: stage, opt: opt, items: items, man: opt.Manifest}
 	if err := w.copySourceFiles(); err != nil {
 		w.Abort()
 		return nil, err
@@ -374,14 +373,11 @@ func (w *Writer) finish() error {
 	if err := durable.WriteFile(filepath.Join(w.tmp, ManifestName), append(raw, '\n')); err != nil {
 		return err
 	}
-	if err := outpath.Seal(w.tmp, "bundle", w.man.ForgeVersion); err != nil {
-		return err
-	}
-	return outpath.ReplaceDir(w.tmp, w.out)
+	return w.stage.Publish("bundle")
 }
 
 // PartialKind is the marker kind of a bundle being written (OUT.partial).
-const PartialKind = "partial"
+const PartialKind = outpath.PartialKind
 
 // Abort stops the export and removes OUT.partial. Safe to call twice and
 // after Close.
@@ -390,5 +386,5 @@ func (w *Writer) Abort() {
 		w.cur.Abort()
 		w.cur = nil
 	}
-	os.RemoveAll(w.tmp)
+	w.stage.Abort()
 }

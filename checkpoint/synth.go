@@ -2,21 +2,14 @@ package checkpoint
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
-	"forge/internal/budget"
-	"forge/internal/durable"
-	"forge/internal/outpath"
 	"forge/model"
 	"forge/safetensors"
-	"forge/tensor"
 )
 
 // SynthOptions configures Synth. The zero value writes seed 0 in 2 GiB shards.
@@ -29,11 +22,14 @@ type SynthOptions struct {
 }
 
 // Synth writes a random-init checkpoint for the config JSON cfgJSON into
-// dir in the real HF layout: config.json (as given), bf16 safetensors
-// shards named model-0000k-of-0000n.safetensors with
-// model.safetensors.index.json, names under model.language_model. plus
-// lm_head.weight. dir must not exist; everything is written to a temporary
-// sibling directory that is renamed into place at the end.
+// dir in the layout of the sharded Hugging Face releases (Writer):
+// config.json (as given), bf16 tensors in model.Tensors order in shards
+// named model-0000k-of-0000n.safetensors (even when one suffices) with
+// model.safetensors.index.json, names under the config's prefix
+// (model.language_model. for the nested config) plus lm_head.weight.
+// dir must not exist (or be empty) and its filesystem must have room for
+// the data; everything is written to dir.partial, which is renamed into
+// place at the end. A failure or a cancelled ctx leaves neither.
 //
 // Initialisation (chosen so activations stay O(1) through any depth, like
 // the qwen35-tiny-random fixture): linear weights N(0, 1/fan_in), ×0.5 for
@@ -48,105 +44,38 @@ func Synth(ctx context.Context, cfgJSON []byte, dir string, opt SynthOptions) er
 	if err != nil {
 		return fmt.Errorf("synth: config: %w", err)
 	}
-	if err := outpath.Check(outpath.Target{Path: dir, Dir: true}, false); err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	if err := budget.Disk(dir, "synth", 2*model.ParamCount(&cfg)); err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	tmp, err := durable.MkdirTemp(dir)
-	if err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes 0700; a checkpoint is for everyone to read
-		return fmt.Errorf("synth: %w", err)
-	}
-	if err := writeSynth(ctx, &cfg, cfgJSON, tmp, opt); err != nil {
-		return fmt.Errorf("synth %s: %w", dir, err)
-	}
-	if err := outpath.Seal(tmp, "checkpoint", opt.Version); err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	if err := outpath.ReplaceDir(tmp, dir); err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	return nil
-}
-
-func writeSynth(ctx context.Context, cfg *model.Config, cfgJSON []byte, dir string, opt SynthOptions) error {
 	shardSize := opt.ShardSize
 	if shardSize <= 0 {
 		shardSize = 2 << 30
 	}
-	specs := model.Tensors(cfg)
-	var shards [][]int // spec indices per shard
-	var total, cur int64
+	specs := model.Tensors(&cfg)
+	tensors := make([]Tensor, len(specs))
 	for i, s := range specs {
-		b := 2 * s.Elements()
-		if len(shards) == 0 || (cur > 0 && cur+b > shardSize) {
-			shards = append(shards, nil)
-			cur = 0
-		}
-		shards[len(shards)-1] = append(shards[len(shards)-1], i)
-		cur += b
-		total += b
+		tensors[i] = Tensor{Name: s.Name, DType: safetensors.BF16, Shape: s.Shape}
 	}
-	weightMap := map[string]string{}
-	var done int64
-	for k, idx := range shards {
-		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, len(shards))
-		infos := make([]safetensors.TensorInfo, len(idx))
-		for j, i := range idx {
-			infos[j] = safetensors.TensorInfo{Name: hfName(specs[i].Name), DType: safetensors.BF16, Shape: specs[i].Shape}
-			weightMap[infos[j].Name] = name
-		}
-		w, err := safetensors.Create(filepath.Join(dir, name), infos, map[string]string{"format": "pt"})
-		if err != nil {
-			return err
-		}
-		for _, i := range idx {
-			if err := ctx.Err(); err != nil {
-				w.Abort()
-				return err
-			}
-			if err := writeSynthTensor(w, specs[i], opt.Seed, uint64(i)); err != nil {
-				w.Abort()
-				return err
-			}
-			done += 2 * specs[i].Elements()
-			if opt.Progress != nil {
-				opt.Progress(done, total)
-			}
-		}
-		if err := w.Close(); err != nil {
-			return err
+	w, err := Create(ctx, dir, cfgJSON, tensors, WriterOptions{ShardSize: shardSize, Indexed: true, Version: opt.Version, Progress: opt.Progress})
+	if err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	defer w.Abort()
+	for i, s := range specs {
+		if err := writeSynthTensor(w, s, opt.Seed, uint64(i)); err != nil {
+			return fmt.Errorf("synth %s: %w", dir, err)
 		}
 	}
-	index, _ := json.MarshalIndent(map[string]any{"metadata": map[string]int64{"total_size": total}, "weight_map": weightMap}, "", "  ")
-	if err := durable.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), index); err != nil {
-		return err
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("synth %s: %w", dir, err)
 	}
-	return durable.WriteFile(filepath.Join(dir, "config.json"), cfgJSON)
-}
-
-// hfName is the on-disk name of a text tensor in the VLM layout.
-func hfName(name string) string {
-	if name == "lm_head.weight" {
-		return name
-	}
-	return "model.language_model." + name
+	return nil
 }
 
 const synthBlock = 1 << 20
 
 // writeSynthTensor generates one tensor block by block (two blocks in
-// parallel) and streams it as bf16.
-func writeSynthTensor(w *safetensors.Writer, s model.TensorSpec, seed, ti uint64) error {
+// parallel) and streams it to w (rounded to bf16 there).
+func writeSynthTensor(w *Writer, s model.TensorSpec, seed, ti uint64) error {
 	n := int(s.Elements())
 	vals := make([]float32, min(n, 2*synthBlock))
-	raw := make([]byte, 2*len(vals))
-	halves := make([]uint16, len(vals))
 	for off := 0; off < n; off += len(vals) {
 		m := min(len(vals), n-off)
 		var wg sync.WaitGroup
@@ -160,11 +89,7 @@ func writeSynthTensor(w *safetensors.Writer, s model.TensorSpec, seed, ti uint64
 			}(b)
 		}
 		wg.Wait()
-		tensor.F32ToBF16Slice(halves[:m], vals[:m])
-		for i, h := range halves[:m] {
-			raw[2*i], raw[2*i+1] = byte(h), byte(h>>8)
-		}
-		if _, err := w.Write(raw[:2*m]); err != nil {
+		if err := w.WriteFloat32(vals[:m]); err != nil {
 			return err
 		}
 	}

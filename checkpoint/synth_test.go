@@ -6,10 +6,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"forge/checkpoint"
 	"forge/model"
+	"forge/safetensors"
 )
 
 // TestSynth: a synthesized checkpoint opens through the sharded HF path, is
@@ -84,4 +86,33 @@ func TestSynthCancel(t *testing.T) {
 	if len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}
+}
+
+// TestSynthFlatConfig: a text-only (flat) config is written with the
+// "model." names of that class (Qwen3_5ForCausalLM), not the multimodal
+// "model.language_model." ones.
+func TestSynthFlatConfig(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "flat")
+	if err := checkpoint.Synth(context.Background(), flatConfig(t, nil), dir, checkpoint.SynthOptions{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	shards, _ := filepath.Glob(filepath.Join(dir, "model-*.safetensors"))
+	if len(shards) != 1 {
+		t.Fatalf("shards %v, want one model-00001-of-00001.safetensors", shards)
+	}
+	f, err := safetensors.Open(shards[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, n := range f.Names() {
+		if n != "lm_head.weight" && (!strings.HasPrefix(n, "model.") || strings.HasPrefix(n, "model.language_model.")) {
+			t.Errorf("tensor %q: want the text-only prefix model.", n)
+		}
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck.Close()
 }

@@ -9,7 +9,9 @@
 //     forge's own output of the same kind (Check, Owned);
 //   - forge's working directories (OUT.partial, OUT.work) carry the marker
 //     too, and RemoveDir removes a directory only when it is forge's own and
-//     no live forge process is writing it.
+//     no live forge process is writing it;
+//   - an output directory is built as OUT.partial and published by one
+//     rename (Stage, Staged.Publish).
 //
 // The marker is a small JSON file, MarkerName, written when forge creates a
 // directory and completed with the list of files when the directory is
