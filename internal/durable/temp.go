@@ -30,13 +30,6 @@ func CreateTemp(path string) (*os.File, error) {
 	return os.CreateTemp(filepath.Dir(path), tempPattern(path))
 }
 
-// MkdirTemp creates a temporary directory for path beside it (mode 0700),
-// after removing stale ones as CreateTemp does.
-func MkdirTemp(path string) (string, error) {
-	CleanStale(path)
-	return os.MkdirTemp(filepath.Dir(path), tempPattern(path))
-}
-
 func tempPattern(path string) string {
 	return filepath.Base(filepath.Clean(path)) + tempTag + strconv.Itoa(os.Getpid()) + "-*"
 }
