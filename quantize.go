@@ -7,13 +7,14 @@ import (
 	"path/filepath"
 
 	"forge/bundle"
-	"forge/calib"
 	"forge/checkpoint"
+	"forge/corpus"
 	"forge/internal/outpath"
 	"forge/internal/units"
 	"forge/model"
 	"forge/plan"
 	"forge/quant"
+	"forge/source"
 )
 
 // QuantizeConfig configures Quantize. Zero values are the defaults; any
@@ -28,7 +29,7 @@ type QuantizeConfig struct {
 	// Hadamard rotates the inputs of the MLP matrices online (seeds
 	// 1000 + layer before gate/up, 2000 + layer before down).
 	Hadamard bool
-	Calib    []string // calibration sources "FILE:ROWS" (package calib)
+	Calib    []string // calibration sources "FILE:ROWS" (package corpus)
 	Seq      int      // tokens per calibration row (0: 1024)
 	HoldOut  int      // calibration rows held out for SNRs (0: max(1, rows/12))
 	// LowRankRank > 0 adds a rank-r correction of the quantization error to
@@ -61,7 +62,7 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 	if err := checkQuantizePaths(cfg); err != nil {
 		return err
 	}
-	ck, err := openCheckpoint(cfg.Model)
+	ck, err := source.OpenCheckpoint(cfg.Model)
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 		return err
 	}
 	q := &quantizer{r: r, ck: ck, specs: specs, snr: map[string]*bundle.SNREntry{}}
-	var set *calib.Set
+	var set *corpus.Set
 	if r.needsCalib() {
 		if set, err = loadCalib(cfg); err != nil {
 			return err

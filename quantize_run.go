@@ -11,6 +11,7 @@ import (
 	"forge/bundle"
 	"forge/calib"
 	"forge/checkpoint"
+	"forge/corpus"
 	"forge/lut"
 	"forge/model"
 	"forge/plan"
@@ -29,10 +30,10 @@ type quantizer struct {
 }
 
 // loadCalib reads the calibration rows with the model's tokenizer.
-func loadCalib(cfg QuantizeConfig) (*calib.Set, error) {
-	var specs []calib.Spec
+func loadCalib(cfg QuantizeConfig) (*corpus.Set, error) {
+	var specs []corpus.Spec
 	for _, s := range cfg.Calib {
-		sp, err := calib.ParseSpec(s)
+		sp, err := corpus.ParseSpec(s)
 		if err != nil {
 			return nil, fmt.Errorf("quantize: calibration data: %w", err)
 		}
@@ -42,7 +43,7 @@ func loadCalib(cfg QuantizeConfig) (*calib.Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quantize: calibration needs the model's tokenizer: %w", err)
 	}
-	set, err := calib.Load(specs, tok, calib.Options{Seq: cfg.Seq, Seed: cfg.Seed})
+	set, err := corpus.Load(specs, tok, corpus.Options{Seq: cfg.Seq, Seed: cfg.Seed})
 	if err != nil {
 		return nil, fmt.Errorf("quantize: %w", err)
 	}
@@ -62,7 +63,7 @@ func (r *recipe) holdOut(n int) int {
 
 // fingerprint is the run's settings as JSON: the work store's identity
 // and the manifest's recipe.
-func (r *recipe) fingerprint(source string, set *calib.Set) ([]byte, error) {
+func (r *recipe) fingerprint(source string, set *corpus.Set) ([]byte, error) {
 	c := r.cfg
 	rec := map[string]any{
 		"source": source, "format": c.Format, "method": c.Method, "aw": c.AW, "hadamard": c.Hadamard,
@@ -125,7 +126,7 @@ func (q *quantizer) names() []string {
 
 // runCalibrated runs the model layer by layer over the calibration rows,
 // resuming after the last layer whose matrices are all in the work store.
-func (q *quantizer) runCalibrated(ctx context.Context, set *calib.Set) error {
+func (q *quantizer) runCalibrated(ctx context.Context, set *corpus.Set) error {
 	m, err := model.Load(q.ck)
 	if err != nil {
 		return err
