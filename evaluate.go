@@ -7,12 +7,12 @@ import (
 	"strings"
 
 	"forge/bundle"
-	"forge/checkpoint"
 	"forge/eval"
 	"forge/internal/durable"
 	"forge/internal/npy"
 	"forge/internal/outpath"
 	"forge/model"
+	"forge/source"
 )
 
 // EvalConfig configures Evaluate. Empty output paths write nothing.
@@ -42,7 +42,7 @@ type EvalConfig struct {
 // quantizable matrices and writes the requested files.
 func Evaluate(ctx context.Context, cfg EvalConfig) (*eval.Report, error) {
 	if cfg.Reference != "" { // settings first, before any file is read
-		if _, err := ParseAblation(cfg.Parts, cfg.Layers); err != nil {
+		if _, err := source.ParseAblation(cfg.Parts, cfg.Layers); err != nil {
 			return nil, err
 		}
 	}
@@ -90,7 +90,7 @@ type candidate struct {
 	io.Closer
 	bytes    int64  // stored bytes of the quantizable matrices
 	weights  int64  // their weights
-	sourceFP string // fingerprint of the checkpoint it was made from ("" if unknown)
+	sourceFP string // fingerprint of the checkpoint it was made from (source.Origin; "" if unknown)
 }
 
 // openCandidate loads the candidate: a bundle or a checkpoint, or with
@@ -98,14 +98,14 @@ type candidate struct {
 // taken from it, the rest at the reference's bf16).
 func openCandidate(cfg EvalConfig) (*candidate, error) {
 	var m *model.Model
-	var src, cand source
-	sel := Ablation{Hi: -1}
+	var src, cand source.Source
+	sel := source.Ablation{Hi: -1}
 	if cfg.Reference != "" {
 		var err error
-		if sel, err = ParseAblation(cfg.Parts, cfg.Layers); err != nil {
+		if sel, err = source.ParseAblation(cfg.Parts, cfg.Layers); err != nil {
 			return nil, err
 		}
-		a, err := openAblation(cfg.Reference, cfg.Model, sel)
+		a, err := source.OpenAblation(cfg.Reference, cfg.Model, sel)
 		if err != nil {
 			return nil, err
 		}
@@ -113,10 +113,10 @@ func openCandidate(cfg EvalConfig) (*candidate, error) {
 			a.Close()
 			return nil, fmt.Errorf("ablation of %s in %s: %w", cfg.Model, cfg.Reference, err)
 		}
-		src, cand = a, a.cand
+		src, cand = a, a.Candidate()
 	} else {
 		var err error
-		if m, src, err = loadModel(cfg.Model); err != nil {
+		if m, src, err = source.Load(cfg.Model); err != nil {
 			return nil, err
 		}
 		cand = src
@@ -128,22 +128,17 @@ func openCandidate(cfg EvalConfig) (*candidate, error) {
 			continue
 		}
 		c.weights += s.Elements()
-		if b, ok := cand.(*bundle.Bundle); ok && sel.selects(s.Name) {
+		if b, ok := cand.(*bundle.Bundle); ok && sel.Selects(s.Name) {
 			n, _ := b.StoredBytes(s.Name)
 			c.bytes += n
 		} else {
 			c.bytes += 2 * s.Elements() // bf16, the reference's precision
 		}
 	}
-	switch s := cand.(type) {
-	case *bundle.Bundle:
-		c.sourceFP = s.Manifest().Source.Fingerprint
-	case *checkpoint.Checkpoint:
-		var err error
-		if c.sourceFP, err = s.Fingerprint(); err != nil {
-			src.Close()
-			return nil, fmt.Errorf("model %s: fingerprint: %w", cfg.Model, err)
-		}
+	var err error
+	if c.sourceFP, err = source.Origin(cand); err != nil {
+		src.Close()
+		return nil, fmt.Errorf("model %s: fingerprint: %w", cfg.Model, err)
 	}
 	return c, nil
 }

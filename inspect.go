@@ -10,6 +10,7 @@ import (
 	"forge/internal/units"
 	"forge/lut"
 	"forge/model"
+	"forge/source"
 )
 
 // Inspection summarises a checkpoint: architecture, and parameters and
@@ -74,7 +75,7 @@ func Inspect(dir string) (*Inspection, error) {
 	if bundle.IsBundle(dir) {
 		return inspectBundle(dir)
 	}
-	ck, err := openCheckpoint(dir)
+	ck, err := source.OpenCheckpoint(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -4,22 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 
-	"forge/bundle"
-	"forge/checkpoint"
 	"forge/eval/lcpp"
-	"forge/internal/budget"
 	"forge/internal/durable"
 	"forge/internal/outpath"
 	"forge/model"
+	"forge/source"
 	"forge/tensor"
 	"forge/tokenizer"
 )
@@ -54,7 +48,7 @@ type LCPPEvalConfig struct {
 // TraceLCPP records a base for the llama.cpp-compatible KL mode
 // (docs/quantization.md §7.3), as `llama-perplexity --kl-divergence-base OUT -f DATA
 // -c CTX` does: the text is tokenized once (a BOS token first when the
-// tokenizer adds one, see lcppBOS), cut into ⌊n_tokens/n_ctx⌋ windows (at
+// tokenizer adds one, see lcpp.BOS), cut into ⌊n_tokens/n_ctx⌋ windows (at
 // least 2·n_ctx tokens are needed), each window evaluated from an empty
 // state with its first token replaced by BOS when one is added, and the
 // logits of positions n_ctx/2 … n_ctx−2 stored compressed to uint16
@@ -76,7 +70,7 @@ func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
 	if err != nil {
 		return err
 	}
-	bos, err := lcppBOS(cfg.Model, tok)
+	bos, err := lcpp.BOS(cfg.Model, tok)
 	if err != nil {
 		return err
 	}
@@ -90,7 +84,7 @@ func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
 		return fmt.Errorf("lcpp trace %s: %w", cfg.Data, err)
 	}
 	tokens = tokens[:nChunk*nCtx]
-	m, src, err := loadModel(cfg.Model)
+	m, src, err := source.Load(cfg.Model)
 	if err != nil {
 		return err
 	}
@@ -172,7 +166,7 @@ func EvalLCPP(ctx context.Context, cfg LCPPEvalConfig) (*lcpp.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	bos, err := lcppBOS(cfg.Model, tok)
+	bos, err := lcpp.BOS(cfg.Model, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +174,7 @@ func EvalLCPP(ctx context.Context, cfg LCPPEvalConfig) (*lcpp.Report, error) {
 		return nil, fmt.Errorf("%w: %s began each window with %s, the tokenizer of %s with %s",
 			lcpp.ErrMismatch, cfg.Trace, bosText(base.BOS), cfg.Model, bosText(bos))
 	}
-	m, src, err := loadModel(cfg.Model)
+	m, src, err := source.Load(cfg.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -262,37 +256,6 @@ func lcppForward(ctx context.Context, m *model.Model, st *model.State, window []
 	return out, err
 }
 
-// lcppBOS returns the id llama.cpp would put first in the text and in each
-// window, or −1 for none. llama.cpp adds a BOS when its vocabulary's
-// tokenizer.ggml.add_bos_token is true; convert_hf_to_gguf.py copies that
-// flag from tokenizer_config.json's "add_bos_token", so forge reads the same
-// field: true means the tokenizer's BOS (tokenizer.BOS) is added, and a
-// missing BOS is then an error; false or absent means none. Qwen tokenizers
-// (forge-tiny included) say false and have no BOS token.
-func lcppBOS(dir string, tok *tokenizer.Tokenizer) (int, error) {
-	data, err := budget.ReadFile(filepath.Join(dir, "tokenizer_config.json"), budget.MaxConfigFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return -1, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("tokenizer %s: %w", dir, err)
-	}
-	var cfg struct {
-		AddBOS *bool `json:"add_bos_token"`
-	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return 0, fmt.Errorf("tokenizer %s: tokenizer_config.json: %w", dir, err)
-	}
-	if cfg.AddBOS == nil || !*cfg.AddBOS {
-		return -1, nil
-	}
-	id, ok := tok.BOS()
-	if !ok {
-		return 0, fmt.Errorf("tokenizer %s: tokenizer_config.json sets add_bos_token but names no BOS token", dir)
-	}
-	return id, nil
-}
-
 func bosText(id int) string {
 	if id < 0 {
 		return "no BOS"
@@ -300,13 +263,14 @@ func bosText(id int) string {
 	return "BOS " + strconv.Itoa(id)
 }
 
-// lcppMeta is a forge base's provenance: the model and its fingerprint, the
-// data file and its SHA-256, the token count, and how many special tokens
-// the tokenizer recognized in the text (llama.cpp's perplexity does not
+// lcppMeta is a forge base's provenance: the model, its kind and
+// fingerprint (source.Fingerprint, as traces record them; read back by
+// lcpp.Header.Model), the data file and its SHA-256, the token count, and
+// how many special tokens the tokenizer recognized in the text (llama.cpp's perplexity does not
 // parse special tokens written in the text, so a nonzero count means its
 // tokenization of the same file differs).
-func lcppMeta(cfg LCPPTraceConfig, src source, tok *tokenizer.Tokenizer, tokens []int, text []byte) (map[string]string, error) {
-	fp, err := sourceFingerprint(cfg.Model, src)
+func lcppMeta(cfg LCPPTraceConfig, src source.Source, tok *tokenizer.Tokenizer, tokens []int, text []byte) (map[string]string, error) {
+	kind, fp, err := source.Fingerprint(src)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: fingerprint: %w", cfg.Model, err)
 	}
@@ -317,24 +281,7 @@ func lcppMeta(cfg LCPPTraceConfig, src source, tok *tokenizer.Tokenizer, tokens 
 			special++
 		}
 	}
-	return map[string]string{"model": cfg.Model, "model_fingerprint": fp, "data": cfg.Data,
+	return map[string]string{"model": cfg.Model, "model_kind": kind, "model_fingerprint": fp, "data": cfg.Data,
 		"data_sha256": hex.EncodeToString(sum[:]), "n_tokens_used": strconv.Itoa(len(tokens)),
 		"special_tokens_in_text": strconv.Itoa(special), "forge_version": Version}, nil
-}
-
-// sourceFingerprint identifies a model: a checkpoint's Fingerprint, or the
-// SHA-256 of a bundle's manifest (which holds every shard's hash).
-func sourceFingerprint(dir string, src source) (string, error) {
-	switch s := src.(type) {
-	case *checkpoint.Checkpoint:
-		return s.Fingerprint()
-	case *bundle.Bundle:
-		data, err := os.ReadFile(filepath.Join(dir, bundle.ManifestName))
-		if err != nil {
-			return "", err
-		}
-		sum := sha256.Sum256(data)
-		return "bundle:" + hex.EncodeToString(sum[:]), nil
-	}
-	return "", nil
 }

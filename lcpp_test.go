@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"forge/eval/lcpp"
-	"forge/tokenizer"
 )
 
 // lcppCtx keeps the model runs short: windows of 128 tokens, 63 scored each.
@@ -213,46 +212,6 @@ func TestLCPPRefusals(t *testing.T) {
 	} {
 		if _, err := EvalLCPP(ctx, c.cfg); !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.words) {
 			t.Errorf("%s: %v; want %v mentioning %q", c.name, err, c.kind, c.words)
-		}
-	}
-}
-
-// TestLCPPBOS: the BOS rule follows tokenizer_config.json's add_bos_token,
-// the flag llama.cpp's converter copies into tokenizer.ggml.add_bos_token.
-func TestLCPPBOS(t *testing.T) {
-	tiny := filepath.Join("models", "forge-tiny")
-	dir := t.TempDir()
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		os.WriteFile(filepath.Join(dir, f), lcppRead(t, filepath.Join(tiny, f)), 0o644)
-	}
-	var cfg map[string]any
-	json.Unmarshal(lcppRead(t, filepath.Join(tiny, "tokenizer_config.json")), &cfg)
-	for _, c := range []struct {
-		name   string
-		add    any // add_bos_token; nil: absent
-		bos    any // bos_token
-		want   int
-		errors bool
-	}{
-		{"forge-tiny: false, no BOS", false, nil, -1, false},
-		{"absent", nil, "<|endoftext|>", -1, false},
-		{"true with a BOS", true, "<|endoftext|>", 4096, false},
-		{"true without a BOS", true, nil, 0, true},
-	} {
-		cfg["bos_token"] = c.bos
-		delete(cfg, "add_bos_token")
-		if c.add != nil {
-			cfg["add_bos_token"] = c.add
-		}
-		data, _ := json.Marshal(cfg)
-		os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), data, 0o644)
-		tok, err := tokenizer.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := lcppBOS(dir, tok)
-		if (err != nil) != c.errors || (err == nil && got != c.want) {
-			t.Errorf("%s: %d, %v; want %d (error %v)", c.name, got, err, c.want, c.errors)
 		}
 	}
 }

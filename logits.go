@@ -15,6 +15,7 @@ import (
 	"forge/internal/budget"
 	"forge/internal/outpath"
 	"forge/safetensors"
+	"forge/source"
 	"forge/tensor"
 )
 
@@ -64,7 +65,7 @@ func Logits(ctx context.Context, cfg LogitsConfig) (*LogitsReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, src, err := loadModel(cfg.Model)
+	m, src, err := source.Load(cfg.Model)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"forge/calib"
+	"forge/corpus"
 	"forge/internal/outpath"
 )
 
@@ -39,7 +39,7 @@ func checkOutputs(overwrite bool, inputs []string, targets ...outpath.Target) er
 func dataPaths(specs []string) []string {
 	var out []string
 	for _, s := range specs {
-		if sp, err := calib.ParseSpec(s); err == nil {
+		if sp, err := corpus.ParseSpec(s); err == nil {
 			out = append(out, sp.Path)
 		} else {
 			out = append(out, s)

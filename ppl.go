@@ -7,9 +7,10 @@ import (
 	"math"
 	"time"
 
-	"forge/calib"
+	"forge/corpus"
 	"forge/eval"
 	"forge/model"
+	"forge/source"
 	"forge/tensor"
 	"forge/tokenizer"
 )
@@ -24,7 +25,7 @@ const pplChunkFloats = 1 << 26
 // PPLConfig configures PPL. Zero values are the defaults.
 type PPLConfig struct {
 	Model string // checkpoint or bundle directory (with its tokenizer)
-	// Data is a calibration source (package calib): "FILE" takes every
+	// Data is a token source (package corpus): "FILE" takes every
 	// window, "FILE:ROWS" samples ROWS of them with Seed. .txt text and
 	// .jsonl chat are tokenized as one stream and cut; .json and .npy
 	// token rows are taken as given (rows longer than Ctx keep their first
@@ -53,7 +54,7 @@ type PPLReport struct {
 
 // PPL measures the plain perplexity of a model or bundle on a text: the
 // source's token stream is cut into non-overlapping windows of Ctx tokens
-// (calib.Load with Seq = Ctx; a final partial window is dropped), each run
+// (corpus.Load with Seq = Ctx; a final partial window is dropped), each run
 // from an empty state, and every position t < Ctx−1 of a window scores the
 // next token x[t+1] (so every token after the first is predicted):
 //
@@ -72,7 +73,7 @@ func PPL(ctx context.Context, cfg PPLConfig) (*PPLReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, src, err := loadModel(cfg.Model)
+	m, src, err := source.Load(cfg.Model)
 	if err != nil {
 		return nil, fmt.Errorf("ppl: %w", err)
 	}
@@ -109,7 +110,7 @@ func PPL(ctx context.Context, cfg PPLConfig) (*PPLReport, error) {
 
 // pplRows reads the windows with the model's tokenizer.
 func pplRows(cfg PPLConfig) ([][]int, error) {
-	sp, err := calib.ParseSpec(cfg.Data)
+	sp, err := corpus.ParseSpec(cfg.Data)
 	if err != nil {
 		return nil, fmt.Errorf("ppl: data: %w", err)
 	}
@@ -117,9 +118,9 @@ func pplRows(cfg PPLConfig) ([][]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ppl: reading the data needs the model's tokenizer: %w", err)
 	}
-	set, err := calib.Load([]calib.Spec{sp}, tok, calib.Options{Seq: cfg.Ctx, Seed: cfg.Seed})
+	set, err := corpus.Load([]corpus.Spec{sp}, tok, corpus.Options{Seq: cfg.Ctx, Seed: cfg.Seed})
 	if err != nil {
-		if errors.Is(err, calib.ErrTooFewRows) {
+		if errors.Is(err, corpus.ErrTooFewRows) {
 			return nil, fmt.Errorf("ppl: %w (the text is too short for one window of %d tokens)", err, cfg.Ctx)
 		}
 		return nil, fmt.Errorf("ppl: %w", err)

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"forge"
-	"forge/calib"
 	"forge/checkpoint"
+	"forge/corpus"
 	"forge/model"
 	"forge/tokenizer"
 )
@@ -21,7 +21,7 @@ var pplData = filepath.Join("testdata", "calib", "prose.txt")
 // TestPPLForgeTiny: forge-tiny's perplexity on 24 windows of 64 tokens
 // sampled from prose.txt (all 249 take minutes on a busy 2-core machine)
 // equals exp of the mean NLL computed here independently: the same windows
-// (calib.Load, which PPL documents using), each run from a fresh state with
+// (corpus.Load, which PPL documents using), each run from a fresh state with
 // model.Forward, −log p(next) = −log(e^{z_y} / Σ e^{z}) in float64 summed
 // over positions 0…62 of every window. Only the float64 summation order
 // differs from PPL's, so they agree to 1e-9 relative.
@@ -45,7 +45,7 @@ func TestPPLForgeTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := calib.Load([]calib.Spec{{Path: pplData, Rows: rows}}, tok, calib.Options{Seq: ctxLen, Seed: seed})
+	set, err := corpus.Load([]corpus.Spec{{Path: pplData, Rows: rows}}, tok, corpus.Options{Seq: ctxLen, Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestPPLErrors(t *testing.T) {
 		want string
 		is   error
 	}{
-		{"too short", forge.PPLConfig{Model: tinyDir, Data: short, Ctx: 64}, "too short", calib.ErrTooFewRows},
+		{"too short", forge.PPLConfig{Model: tinyDir, Data: short, Ctx: 64}, "too short", corpus.ErrTooFewRows},
 		{"ctx 1", forge.PPLConfig{Model: tinyDir, Data: pplData, Ctx: 1}, "windows of 1 tokens", nil},
 		{"missing file", forge.PPLConfig{Model: tinyDir, Data: filepath.Join(dir, "none.txt")}, "none.txt", nil},
 		{"bad extension", forge.PPLConfig{Model: tinyDir, Data: filepath.Join(dir, "data.csv")}, "data.csv", nil},

@@ -6,12 +6,13 @@ import (
 	"path/filepath"
 
 	"forge/bundle"
-	"forge/calib"
+	"forge/corpus"
 	"forge/internal/outpath"
 	"forge/lut"
 	"forge/model"
 	"forge/plan"
 	"forge/quant"
+	"forge/source"
 )
 
 // QuantizeConfig configures Quantize. Zero values are the defaults; any
@@ -60,7 +61,7 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 	if err := checkQuantizePaths(cfg); err != nil {
 		return err
 	}
-	ck, err := openCheckpoint(cfg.Model)
+	ck, err := source.OpenCheckpoint(cfg.Model)
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 	if err != nil {
 		return err
 	}
-	var set *calib.Set
+	var set *corpus.Set
 	if r.NeedsCalib() {
 		if set, err = loadCalib(cfg); err != nil {
 			return err

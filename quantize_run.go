@@ -11,6 +11,7 @@ import (
 	"forge/bundle"
 	"forge/calib"
 	"forge/checkpoint"
+	"forge/corpus"
 	"forge/lut"
 	"forge/model"
 	"forge/plan"
@@ -72,10 +73,10 @@ func (q *quantizer) items() ([]bundle.Item, error) {
 }
 
 // loadCalib reads the calibration rows with the model's tokenizer.
-func loadCalib(cfg QuantizeConfig) (*calib.Set, error) {
-	var specs []calib.Spec
+func loadCalib(cfg QuantizeConfig) (*corpus.Set, error) {
+	var specs []corpus.Spec
 	for _, s := range cfg.Calib {
-		sp, err := calib.ParseSpec(s)
+		sp, err := corpus.ParseSpec(s)
 		if err != nil {
 			return nil, fmt.Errorf("quantize: calibration data: %w", err)
 		}
@@ -85,7 +86,7 @@ func loadCalib(cfg QuantizeConfig) (*calib.Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quantize: calibration needs the model's tokenizer: %w", err)
 	}
-	set, err := calib.Load(specs, tok, calib.Options{Seq: cfg.Seq, Seed: cfg.Seed})
+	set, err := corpus.Load(specs, tok, corpus.Options{Seq: cfg.Seq, Seed: cfg.Seed})
 	if err != nil {
 		return nil, fmt.Errorf("quantize: %w", err)
 	}
@@ -105,7 +106,7 @@ func (q *quantizer) holdOut(n int) int {
 
 // record is the run's recipe as JSON: the work directory's identity and
 // the manifest's recipe.
-func (q *quantizer) record(fp string, set *calib.Set) ([]byte, error) {
+func (q *quantizer) record(fp string, set *corpus.Set) ([]byte, error) {
 	if set == nil {
 		return q.r.Record(fp, Version, nil, 0)
 	}
@@ -138,7 +139,7 @@ func (q *quantizer) runDirect(ctx context.Context) error {
 // resuming after the last layer whose matrices are all in the work
 // directory. The model runs on the stored copies of finished matrices,
 // mapped from OUT.work, so that finished layers live in the page cache.
-func (q *quantizer) runCalibrated(ctx context.Context, set *calib.Set) error {
+func (q *quantizer) runCalibrated(ctx context.Context, set *corpus.Set) error {
 	m, err := model.Load(q.ck)
 	if err != nil {
 		return err

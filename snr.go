@@ -10,6 +10,7 @@ import (
 	"forge/lut"
 	"forge/model"
 	"forge/quant"
+	"forge/source"
 	"forge/tensor"
 )
 
@@ -134,7 +135,7 @@ func snrMatrices(cfg SNRConfig) ([]namedMatrix, func(), error) {
 			return nil, nil, fmt.Errorf("snr: tensor pattern: %w", err)
 		}
 	}
-	ck, err := openCheckpoint(cfg.Model)
+	ck, err := source.OpenCheckpoint(cfg.Model)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,19 +2,15 @@ package forge
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
-	"forge/bundle"
-	"forge/calib"
-	"forge/checkpoint"
+	"forge/corpus"
 	"forge/eval"
 	"forge/internal/outpath"
+	"forge/source"
 	"forge/tokenizer"
 )
 
@@ -24,7 +20,7 @@ const DefaultTraceSeq = 512
 // TraceConfig configures Trace. Zero values are the defaults.
 type TraceConfig struct {
 	Model string   // reference: HF checkpoint or bundle directory
-	Data  []string // token sources "FILE[:ROWS]" (package calib), tokenized as calibration is
+	Data  []string // token sources "FILE[:ROWS]" (package corpus), tokenized as calibration is
 	Out   string   // trace file to write (safetensors)
 	Seq   int      // tokens per row (0: DefaultTraceSeq)
 	// TopK > 0 stores the K most likely tokens and the tail mass per
@@ -45,10 +41,10 @@ type TraceReport struct {
 }
 
 // Trace tokenizes cfg.Data with the reference's tokenizer exactly as
-// calibration does (calib.Load with Seq and Seed), runs the reference over
+// calibration does (corpus.Load with Seq and Seed), runs the reference over
 // every row from an empty state and writes its next-token distributions to
 // cfg.Out (eval.Record; layout in package eval). The metadata records the
-// reference (path, kind, fingerprint) and the data recipe with file hashes.
+// reference (path, kind, source.Fingerprint) and the data recipe with file hashes.
 func Trace(ctx context.Context, cfg TraceConfig) (*TraceReport, error) {
 	if cfg.Out == "" {
 		return nil, fmt.Errorf("trace: no output file")
@@ -64,16 +60,16 @@ func Trace(ctx context.Context, cfg TraceConfig) (*TraceReport, error) {
 		outpath.Target{Path: cfg.Out, Owned: outpath.ForgeSafetensors}); err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
-	set, err := loadRows(cfg.Model, cfg.Data, calib.Options{Seq: seq, Seed: cfg.Seed})
+	set, err := loadRows(cfg.Model, cfg.Data, corpus.Options{Seq: seq, Seed: cfg.Seed})
 	if err != nil {
 		return nil, err
 	}
-	m, src, err := loadModel(cfg.Model)
+	m, src, err := source.Load(cfg.Model)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	kind, fp, err := fingerprint(src)
+	kind, fp, err := source.Fingerprint(src)
 	if err != nil {
 		return nil, fmt.Errorf("trace: fingerprint of %s: %w", cfg.Model, err)
 	}
@@ -93,13 +89,13 @@ func Trace(ctx context.Context, cfg TraceConfig) (*TraceReport, error) {
 
 // loadRows reads token rows from "FILE[:ROWS]" sources with the tokenizer
 // of the model in dir.
-func loadRows(dir string, data []string, opt calib.Options) (*calib.Set, error) {
+func loadRows(dir string, data []string, opt corpus.Options) (*corpus.Set, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("trace: no evaluation data")
 	}
-	var specs []calib.Spec
+	var specs []corpus.Spec
 	for _, s := range data {
-		sp, err := calib.ParseSpec(s)
+		sp, err := corpus.ParseSpec(s)
 		if err != nil {
 			return nil, fmt.Errorf("trace: evaluation data: %w", err)
 		}
@@ -109,28 +105,9 @@ func loadRows(dir string, data []string, opt calib.Options) (*calib.Set, error) 
 	if err != nil {
 		return nil, fmt.Errorf("trace: the data is tokenized with the model's tokenizer: %w", err)
 	}
-	set, err := calib.Load(specs, tok, opt)
+	set, err := corpus.Load(specs, tok, opt)
 	if err != nil {
 		return nil, fmt.Errorf("trace: evaluation data: %w", err)
 	}
 	return set, nil
-}
-
-// fingerprint identifies a reference or candidate: a checkpoint by
-// checkpoint.Fingerprint (config and tensor layout), a bundle by the
-// SHA-256 of its forge.json, which lists the SHA-256 of every shard.
-func fingerprint(src source) (kind, fp string, err error) {
-	switch s := src.(type) {
-	case *checkpoint.Checkpoint:
-		fp, err := s.Fingerprint()
-		return "checkpoint", fp, err
-	case *bundle.Bundle:
-		raw, err := os.ReadFile(filepath.Join(s.Dir(), bundle.ManifestName))
-		if err != nil {
-			return "", "", err
-		}
-		sum := sha256.Sum256(raw)
-		return "bundle", hex.EncodeToString(sum[:]), nil
-	}
-	return "", "", fmt.Errorf("unknown source %T", src)
 }

@@ -4,7 +4,7 @@
 //
 //	reference ─ Record ─▶ trace file ─ OpenTrace ─▶ Score(candidate) ─▶ Result ─ Summarize ─▶ Report
 //
-// Record (trace.go) runs the reference over token rows (package calib
+// Record (trace.go) runs the reference over token rows (package corpus
 // makes them), each from an empty state in one prefill, and stores for
 // every position t = 0…T−2 of a row of T tokens the distribution p over
 // the token t+1 that follows. Score (score.go) runs the candidate over the
@@ -65,9 +65,10 @@
 // ref_nll is kept in both modes, so the reference perplexity is exact even
 // when the actual token is outside the top K. The "__metadata__" holds
 // (all strings): forge_trace (the layout version, "2"), forge_version,
-// model, model_kind ("checkpoint" or "bundle"), fingerprint, vocab, topk,
-// seq, rows, positions, definition ("full" or "top-K+tail") and data (the
-// calib.Recipe of the rows as JSON: sources, their SHA-256s, options, the
+// model, model_kind ("checkpoint" or "bundle") and fingerprint (both as
+// source.Fingerprint gives them), vocab, topk, seq, rows, positions,
+// definition ("full" or "top-K+tail") and data (the
+// corpus.Recipe of the rows as JSON: sources, their SHA-256s, options, the
 // rows' fingerprint; the rows are the sources' rows in source order).
 // OpenTrace refuses a file that is truncated, lacks any of these, has a
 // layout version other than 1 or 2, or whose tensors do not match the

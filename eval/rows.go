@@ -7,7 +7,7 @@ import (
 
 // RowSource is a run of consecutive trace rows taken from one data file:
 // a trace's rows are its sources' rows, source after source, in the order
-// of the data recipe (calib.Recipe).
+// of the data recipe (corpus.Recipe).
 type RowSource struct {
 	Path string `json:"path"` // the file as the recipe names it
 	Rows int    `json:"rows"` // rows taken from it

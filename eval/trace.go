@@ -32,9 +32,9 @@ type Meta struct {
 	ForgeVersion string `json:"forge_version"`
 	Model        string `json:"model"`       // the reference directory, absolute
 	ModelKind    string `json:"model_kind"`  // "checkpoint" or "bundle"
-	Fingerprint  string `json:"fingerprint"` // checkpoint.Fingerprint, or the bundle's (see forge.Trace)
-	Seq          int    `json:"seq"`         // tokens per row asked of the data (calib.Options.Seq)
-	// Data is the calib.Recipe of the token rows as JSON: sources with
+	Fingerprint  string `json:"fingerprint"` // source.Fingerprint: checkpoint.Fingerprint, or SHA-256 of forge.json
+	Seq          int    `json:"seq"`         // tokens per row asked of the data (corpus.Options.Seq)
+	// Data is the corpus.Recipe of the token rows as JSON: sources with
 	// SHA-256s, options, the rows' fingerprint.
 	Data json.RawMessage `json:"data,omitempty"`
 

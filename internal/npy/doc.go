@@ -1,5 +1,5 @@
 // Package npy reads and writes NumPy .npy files, forge's one NPY codec:
-// token rows for calibration and evaluation data (package calib) and
+// token rows for calibration and evaluation data (package corpus) and
 // per-position KL (forge eval --kl-out, read back by eval compare).
 //
 // A file (format versions 1.0, 2.0 and 3.0,

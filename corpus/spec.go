@@ -1,4 +1,4 @@
-package calib
+package corpus
 
 import (
 	"errors"
@@ -10,18 +10,19 @@ import (
 
 var (
 	// ErrSpec marks a malformed "FILE[:ROWS]" source specification.
-	ErrSpec = errors.New("bad calibration source spec")
-	// ErrUnsupported marks a file kind, NPY dtype or layout calib does not read.
-	ErrUnsupported = errors.New("unsupported calibration file")
-	// ErrFormat marks a calibration file whose contents are malformed.
-	ErrFormat = errors.New("malformed calibration file")
+	ErrSpec = errors.New("bad token source spec")
+	// ErrUnsupported marks a file kind, NPY dtype or layout corpus does not read.
+	ErrUnsupported = errors.New("unsupported token source file")
+	// ErrFormat marks a token source file whose contents are malformed.
+	ErrFormat = errors.New("malformed token source file")
 	// ErrTooFewRows marks a source that yields fewer rows than were asked of it (or none).
 	ErrTooFewRows = errors.New("too few rows")
 	// ErrTokenRange marks a token id outside [0, vocabulary size).
 	ErrTokenRange = errors.New("token id outside the vocabulary")
 )
 
-// Spec names one calibration or evaluation source: a file and how many of its rows to take.
+// Spec names one token source (calibration or evaluation data): a file and how many of its
+// rows to take.
 type Spec struct {
 	Path string `json:"path"`
 	Rows int    `json:"rows,omitempty"` // rows to sample from the file; 0 takes them all
@@ -33,7 +34,7 @@ type Spec struct {
 // (name such a file with an explicit row count). Without a colon, Rows is 0: all rows.
 func ParseSpec(s string) (Spec, error) {
 	if s == "" {
-		return Spec{}, fmt.Errorf("calib: empty source spec, want FILE or FILE:ROWS: %w", ErrSpec)
+		return Spec{}, fmt.Errorf("empty source spec, want FILE or FILE:ROWS: %w", ErrSpec)
 	}
 	i := strings.LastIndexByte(s, ':')
 	if i < 0 {
@@ -41,22 +42,22 @@ func ParseSpec(s string) (Spec, error) {
 	}
 	path, rows := s[:i], s[i+1:]
 	if path == "" {
-		return Spec{}, fmt.Errorf("calib: source spec %q: no file before the colon: %w", s, ErrSpec)
+		return Spec{}, fmt.Errorf("source spec %q: no file before the colon: %w", s, ErrSpec)
 	}
 	if rows == "" {
-		return Spec{}, fmt.Errorf("calib: source spec %q: no row count after the colon, want FILE:ROWS: %w", s, ErrSpec)
+		return Spec{}, fmt.Errorf("source spec %q: no row count after the colon, want FILE:ROWS: %w", s, ErrSpec)
 	}
 	for _, c := range []byte(rows) {
 		if c < '0' || c > '9' {
-			return Spec{}, fmt.Errorf("calib: source spec %q: row count %q is not a positive integer: %w", s, rows, ErrSpec)
+			return Spec{}, fmt.Errorf("source spec %q: row count %q is not a positive integer: %w", s, rows, ErrSpec)
 		}
 	}
 	n, err := strconv.Atoi(rows)
 	if err != nil {
-		return Spec{}, fmt.Errorf("calib: source spec %q: row count %q is too large: %w", s, rows, ErrSpec)
+		return Spec{}, fmt.Errorf("source spec %q: row count %q is too large: %w", s, rows, ErrSpec)
 	}
 	if n == 0 {
-		return Spec{}, fmt.Errorf("calib: source spec %q: row count must be positive (omit \":ROWS\" for all rows): %w", s, ErrSpec)
+		return Spec{}, fmt.Errorf("source spec %q: row count must be positive (omit \":ROWS\" for all rows): %w", s, ErrSpec)
 	}
 	return Spec{Path: path, Rows: n}, nil
 }
@@ -69,7 +70,7 @@ func (s Spec) String() string {
 	return s.Path + ":" + strconv.Itoa(s.Rows)
 }
 
-// Kind is how a calibration file is read, chosen by its extension.
+// Kind is how a token source file is read, chosen by its extension.
 type Kind string
 
 const (
@@ -89,9 +90,6 @@ func KindOf(path string) (Kind, error) {
 	if k, ok := extensions[strings.ToLower(filepath.Ext(path))]; ok {
 		return k, nil
 	}
-	return "", fmt.Errorf("calib %s: unknown extension %q, want .txt (text), .jsonl (chat), .json or .npy (token ids): %w",
+	return "", fmt.Errorf("%s: unknown extension %q, want .txt (text), .jsonl (chat), .json or .npy (token ids): %w",
 		path, filepath.Ext(path), ErrUnsupported)
 }
-
-// pretokenized reports whether rows of this kind are read as given rather than cut from a stream.
-func (k Kind) pretokenized() bool { return k == JSON || k == NPY }

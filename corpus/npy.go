@@ -1,4 +1,4 @@
-package calib
+package corpus
 
 import (
 	"errors"
@@ -45,7 +45,7 @@ func npyRows(data []byte) ([][]int, error) {
 	return out, nil
 }
 
-// npyError wraps an error of package npy with calib's sentinel: ErrUnsupported for a file npy
+// npyError wraps an error of package npy with corpus's sentinel: ErrUnsupported for a file npy
 // does not read, ErrFormat for a malformed one. The message is npy's.
 func npyError(err error) error {
 	if errors.Is(err, npy.ErrUnsupported) {

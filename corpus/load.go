@@ -1,4 +1,4 @@
-package calib
+package corpus
 
 import (
 	"crypto/sha256"
@@ -224,7 +224,7 @@ func gather(rows [][]int, idx []int) [][]int {
 // 0 <= k <= n.
 func Sample(n, k int, seed, stream uint64) []int {
 	if k < 0 || k > n {
-		panic(fmt.Sprintf("calib.Sample: k = %d outside [0, %d]", k, n))
+		panic(fmt.Sprintf("corpus.Sample: k = %d outside [0, %d]", k, n))
 	}
 	src := rand.NewPCG(seed, stream)
 	perm := make([]int, n)
@@ -268,7 +268,7 @@ func (s *Set) Tokens() int {
 func (s *Set) HoldOut(k int) (train, held [][]int, err error) {
 	n := len(s.Rows)
 	if k < 0 || k > n {
-		return nil, nil, fmt.Errorf("calib: cannot hold out %d of %d rows", k, n)
+		return nil, nil, fmt.Errorf("corpus: cannot hold out %d of %d rows", k, n)
 	}
 	return s.Rows[: n-k : n-k], s.Rows[n-k:], nil
 }

@@ -1,4 +1,4 @@
-package calib
+package corpus
 
 import (
 	"bytes"
@@ -71,7 +71,7 @@ func chatStream(path string, data []byte, tok *tokenizer.Tokenizer, sep int) ([]
 		}
 		text, err := renderLine(line, tok)
 		if err != nil {
-			return nil, fmt.Errorf("calib %s: line %d: %w", path, n, err)
+			return nil, fmt.Errorf("%s: line %d: %w", path, n, err)
 		}
 		if len(stream) > 0 {
 			stream = append(stream, sep)

@@ -1,4 +1,4 @@
-package calib
+package corpus
 
 import (
 	"crypto/sha256"

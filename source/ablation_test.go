@@ -1,13 +1,21 @@
-package forge
+package source
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"forge/model"
+)
+
+// The fixtures: a random-init checkpoint (8 layers, vocab 512) and a
+// bundle quantized from it (LUT2 per-tensor + pcs, Hadamard, low rank 4;
+// bundle/testdata/README.md), and forge-tiny, a different model.
+var (
+	refDir   = filepath.Join("..", "testdata", "qwen35-tiny-random")
+	candDir  = filepath.Join("..", "bundle", "testdata", "v1-tiny")
+	otherDir = filepath.Join("..", "models", "forge-tiny")
 )
 
 func TestParseAblation(t *testing.T) {
@@ -26,12 +34,12 @@ func TestParseAblation(t *testing.T) {
 		"lm_head.weight":                          false,
 		"embed_tokens.weight":                     false,
 	} {
-		if got := a.selects(name); got != want {
+		if got := a.Selects(name); got != want {
 			t.Errorf("%s: selected %v, want %v", name, got, want)
 		}
 	}
 	all, _ := ParseAblation("", "")
-	if !all.selects("lm_head.weight") || !all.selects("layers.7.mlp.up_proj.weight") {
+	if !all.Selects("lm_head.weight") || !all.Selects("layers.7.mlp.up_proj.weight") {
 		t.Error("empty --parts/--layers does not select everything")
 	}
 	for _, c := range [][2]string{{"ffn", ""}, {"", "5-3"}, {"", "a-b"}, {"", "-1"}, {"", "3-"}} {
@@ -45,12 +53,7 @@ func TestParseAblation(t *testing.T) {
 // bundle's logits bit for bit, selecting nothing the reference's, and a
 // partial selection something in between (different from both).
 func TestAblationSource(t *testing.T) {
-	dir := t.TempDir()
-	ref, out := filepath.Join("models", "forge-tiny"), filepath.Join(dir, "b")
-	if err := Quantize(context.Background(), QuantizeConfig{Model: ref, Out: out, Format: "LUT2 per-tensor + pcs"}); err != nil {
-		t.Fatal(err)
-	}
-	toks := []int{1116, 2239, 275, 1030, 17, 99, 4000, 12}
+	toks := []int{1, 17, 200, 45, 300, 511, 0, 99}
 	logits := func(src model.Source) []float32 {
 		m, err := model.Load(src)
 		if err != nil {
@@ -64,16 +67,22 @@ func TestAblationSource(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := openAblation(ref, out, sel)
+		a, err := OpenAblation(refDir, candDir, sel)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer a.Close()
 		return logits(a)
 	}
-	rs, _ := openSource(ref)
+	rs, err := Open(refDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer rs.Close()
-	bs, _ := openSource(out)
+	bs, err := Open(candDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer bs.Close()
 	wantRef, wantQ := logits(rs), logits(bs)
 	if !slices.Equal(open("", ""), wantQ) {
@@ -87,11 +96,45 @@ func TestAblationSource(t *testing.T) {
 		t.Error("MLP of layers 0-3 gives the reference's or the bundle's logits")
 	}
 	sel, _ := ParseAblation("mlp", "0-8")
-	if _, err := openAblation(ref, out, sel); err == nil || !strings.Contains(err.Error(), "0-7") {
+	if _, err := OpenAblation(refDir, candDir, sel); err == nil || !strings.Contains(err.Error(), "0-7") {
 		t.Errorf("--layers past the model: %v", err)
 	}
 	sel, _ = ParseAblation("", "")
-	if _, err := openAblation(ref, filepath.Join("models", "forge-tiny-draft"), sel); err == nil || !strings.Contains(err.Error(), "different models") {
+	if _, err := OpenAblation(refDir, otherDir, sel); err == nil || !strings.Contains(err.Error(), "different models") {
 		t.Errorf("a different model as candidate: %v", err)
+	}
+}
+
+// TestNewAblation: the Ablated takes the sources it is given, reports the
+// candidate and the selection, and refuses two different models while
+// leaving them to the caller (still open: their tensors still read).
+func TestNewAblation(t *testing.T) {
+	ref, err := Open(refDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(otherDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	sel, _ := ParseAblation("mlp", "")
+	if _, err := NewAblation(ref, other, sel); err == nil || !strings.Contains(err.Error(), "different models") {
+		t.Fatalf("different models: %v", err)
+	}
+	if _, err := other.Vector("norm.weight"); err != nil {
+		t.Errorf("the candidate was closed by a refused NewAblation: %v", err)
+	}
+	cand, err := Open(candDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewAblation(ref, cand, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Candidate() != cand || !slices.Equal(a.Selection().Parts, sel.Parts) {
+		t.Errorf("Candidate %v, Selection %v", a.Candidate(), a.Selection())
 	}
 }
