@@ -6,6 +6,11 @@ package lut
 // exists.
 const fastReady = false
 
+// fastX is empty: there are no fast kernels to lay x out for.
+//
+//lint:ignore U1000 embedded in mulJob, which the simd build fills
+type fastX struct{}
+
 func (j *mulJob) prepare() {}
 
 func (j *mulJob) fastRows(r0, r1, t0, t1 int) { panic("lut: no fast kernels in this build") }

@@ -10,6 +10,14 @@ import (
 
 // fastReady: the fast kernels (kernel_avx512.go) need AVX-512 F/BW/DQ/VL.
 // On other CPUs every matrix runs on the portable kernel.
+// fastX is x in the fast kernels' layouts, part of a mulJob.
+type fastX struct {
+	xp []float32 // [T][xs] x in the fast kernels' layout (kernel_avx512.go)
+	xs int       // floats per row of xp
+	xq []float32 // [T/4][xs/16][4][16] whole tiles of 4 rows of xp interleaved (kernel_simd.go)
+	xw []float32 // T = 1, 4-bit codes: x in the wide layout (rows_amd64.s), else empty
+}
+
 var fastReady = archsimd.X86.AVX512()
 
 // geom is the block geometry of a byte-aligned index row.

@@ -186,7 +186,7 @@ func TestAccessors(t *testing.T) {
 			t.Fatal(err)
 		}
 		q := m.Parts()
-		if &q.Scale != &q.Scale || len(q.Index) != len(p.Index) || (len(p.Index) > 0 && &q.Index[0] != &p.Index[0]) {
+		if len(q.Scale) != len(p.Scale) || (len(p.Scale) > 0 && &q.Scale[0] != &p.Scale[0]) || len(q.Index) != len(p.Index) || (len(p.Index) > 0 && &q.Index[0] != &p.Index[0]) {
 			t.Errorf("%s: Parts does not alias the stored arrays", name)
 		}
 		stored := int64(len(p.Index)) + 2*int64(len(p.LUT)+len(p.Scale)+len(p.Weight)+len(p.LowRankA)+len(p.LowRankB))

@@ -119,11 +119,9 @@ type mulJob struct {
 	m      *Matrix
 	dst, x *tensor.Matrix
 	fast   bool
-	xp     []float32 // [T][xs] x in the fast kernels' layout (kernel_avx512.go)
-	xs     int       // floats per row of xp
-	xq     []float32 // [T/4][xs/16][4][16] whole tiles of 4 rows of xp interleaved (kernel_simd.go)
-	xw     []float32 // T = 1, 4-bit codes: x in the wide layout (rows_amd64.s), else empty
-	run    func(lo, hi int)
+	//lint:ignore U1000 empty without GOEXPERIMENT=simd; the simd build's kernels use it
+	fastX // x in the fast kernels' layouts
+	run   func(lo, hi int)
 
 	xr, u, v tensor.Matrix // rotated x [T, in]; B·x' [T, r]; A·(B·x') [T, out]
 }

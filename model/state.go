@@ -136,9 +136,7 @@ func (s *State) Rewind(m Mark) {
 	}
 	s.pos = m.pos
 	s.broken = false
-	for _, later := range s.marks[idx+1:] {
-		s.free = append(s.free, later)
-	}
+	s.free = append(s.free, s.marks[idx+1:]...)
 	s.marks = s.marks[:idx+1]
 }
 

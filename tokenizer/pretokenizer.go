@@ -197,7 +197,7 @@ func newMatcher(pattern string) (matcher, error) {
 			return regexpMatcher{re}, nil
 		}
 	}
-	return nil, fmt.Errorf("Split pattern %#q is not supported (Go regexp: %v): %w", pattern, err, ErrUnsupported)
+	return nil, fmt.Errorf("split pattern %#q is not supported (Go regexp: %v): %w", pattern, err, ErrUnsupported)
 }
 
 // Oniguruma's Unicode \s (White_Space: the ASCII controls, U+0085 and the Z categories),

@@ -384,8 +384,8 @@ func TestComparePlotsWithoutKL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "skipped") || !strings.Contains(notes[0], "--kl") {
-		t.Errorf("files %q notes %q: want nothing written and a note naming --kl", files, notes)
+	if len(files) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "skipped") || !strings.Contains(notes[0], "no per-position KL files") {
+		t.Errorf("files %q notes %q: want nothing written and a note saying the KL files are missing", files, notes)
 	}
 }
 

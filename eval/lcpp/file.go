@@ -234,7 +234,8 @@ func Create(path string, h Header, format Format) (*Writer, error) {
 	}
 	w.st = st
 	tokens := appendInt32s(nil, h.Tokens)
-	if err := st.WriteTensor("tokens", tokens); err == nil {
+	err = st.WriteTensor("tokens", tokens)
+	if err == nil {
 		err = st.WriteTensor(tokensSum, checksum(tokens))
 	}
 	if err != nil {
