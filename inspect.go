@@ -2,12 +2,9 @@ package forge
 
 import (
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 
 	"forge/bundle"
-	"forge/internal/units"
 	"forge/lut"
 	"forge/model"
 	"forge/source"
@@ -195,38 +192,8 @@ func (in *Inspection) finish() {
 	}
 }
 
-// WriteTable prints the summary and the size table for a terminal.
-func (in *Inspection) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "model\t%s\n", in.Path)
-	fmt.Fprintf(tw, "layers\t%d (%d Gated DeltaNet, %d gated attention): %s\n", in.Layers, in.DeltaNet, in.Attention, layerPattern(in.LayerKinds))
-	fmt.Fprintf(tw, "hidden / MLP / vocab\t%d / %d / %d\n", in.Hidden, in.Intermediate, in.Vocab)
-	fmt.Fprintf(tw, "attention\t%d q heads, %d kv heads, head_dim %d, rotary %d, theta %g\n", in.Heads, in.KVHeads, in.HeadDim, in.RotaryDim, in.RopeTheta)
-	fmt.Fprintf(tw, "deltanet\t%d key heads × %d, %d value heads × %d, conv %d\n", in.KeyHeads, in.KeyDim, in.ValueHeads, in.ValueDim, in.ConvKernel)
-	fmt.Fprintf(tw, "context\t%d\n", in.Context)
-	fmt.Fprintf(tw, "tied embeddings\t%v\n", in.Tied)
-	if in.Bundle {
-		fmt.Fprintf(tw, "quantization\t%s, default format %s\n\n", in.Method, in.Format)
-	} else {
-		fmt.Fprintf(tw, "dtypes\t%s\n\n", strings.Join(in.DTypes, ", "))
-	}
-	fmt.Fprintf(tw, "part\tparams\tbytes\tbpw\tshare\t%s\n", map[bool]string{true: "ANE", false: ""}[in.Bundle])
-	for _, p := range in.Parts {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f%%\t%s\n", p.Part, p.Params, units.BytesPrecise(p.Bytes), p.BPW, 100*float64(p.Bytes)/float64(max(in.Bytes, 1)), p.ANE)
-	}
-	fmt.Fprintf(tw, "total\t%d\t%s\t%.3f\t100.0%%\t\n", in.Params, units.BytesPrecise(in.Bytes), 8*float64(in.Bytes)/float64(max(in.Params, 1)))
-	if err := tw.Flush(); err != nil || len(in.Matrices) == 0 {
-		return err
-	}
-	fmt.Fprintf(tw, "\nmatrix\tformat\tshape\tbytes\tbpw\tANE\t\n")
-	for _, m := range in.Matrices {
-		fmt.Fprintf(tw, "%s\t%s\t%dx%d\t%s\t%.3f\t%s\t\n", m.Name, m.Format, m.Shape[0], m.Shape[1], units.BytesPrecise(m.Bytes), m.BPW, m.Placement)
-	}
-	return tw.Flush()
-}
-
-// layerPattern writes layer kinds compactly: L = linear, A = attention.
-func layerPattern(kinds []string) string {
+// LayerPattern writes layer kinds compactly: L = linear, A = attention.
+func LayerPattern(kinds []string) string {
 	var b strings.Builder
 	for _, k := range kinds {
 		if k == model.Attention.String() {

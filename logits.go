@@ -1,16 +1,14 @@
 package forge
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"time"
 
+	"forge/corpus"
 	"forge/eval"
 	"forge/internal/budget"
 	"forge/internal/outpath"
@@ -61,7 +59,7 @@ func Logits(ctx context.Context, cfg LogitsConfig) (*LogitsReport, error) {
 		outpath.Target{Path: cfg.Out, Owned: outpath.ForgeSafetensors}); err != nil {
 		return nil, fmt.Errorf("logits: %w", err)
 	}
-	seqs, nested, err := ReadTokens(cfg.Tokens)
+	seqs, nested, err := corpus.ReadTokenLists(cfg.Tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -146,31 +144,4 @@ func int32Bytes(s []int) []byte {
 		b = binary.LittleEndian.AppendUint32(b, uint32(int32(v)))
 	}
 	return b
-}
-
-// ReadTokens reads a JSON list of token ids or a list of such lists.
-// nested reports which; every sequence must be non-empty.
-func ReadTokens(path string) (seqs [][]int, nested bool, err error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, false, err
-	}
-	raw = bytes.TrimSpace(raw)
-	var flat []int
-	if err := json.Unmarshal(raw, &flat); err == nil {
-		seqs = [][]int{flat}
-	} else if err2 := json.Unmarshal(raw, &seqs); err2 == nil {
-		nested = true
-	} else {
-		return nil, false, fmt.Errorf("%s: want a JSON list of token ids or a list of such lists: %w", path, err)
-	}
-	if len(seqs) == 0 {
-		return nil, false, fmt.Errorf("%s: no sequences", path)
-	}
-	for i, s := range seqs {
-		if len(s) == 0 {
-			return nil, false, fmt.Errorf("%s: sequence %d is empty", path, i)
-		}
-	}
-	return seqs, nested, nil
 }

@@ -2,7 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"forge/internal/table"
+	"forge/internal/units"
+	"io"
 	"os"
+	"strings"
 
 	"forge"
 )
@@ -26,7 +31,54 @@ func (c *InspectCmd) Run() error {
 	if c.JSON {
 		return printJSON(in)
 	}
-	return in.WriteTable(os.Stdout)
+	return writeInspection(os.Stdout, in)
+}
+
+// writeInspection prints the summary and the size tables.
+func writeInspection(w io.Writer, in *forge.Inspection) error {
+	head := &table.Table{}
+	head.Row("model", in.Path)
+	head.Row("layers", fmt.Sprintf("%d (%d Gated DeltaNet, %d gated attention): %s", in.Layers, in.DeltaNet, in.Attention, forge.LayerPattern(in.LayerKinds)))
+	head.Row("hidden / MLP / vocab", fmt.Sprintf("%d / %d / %d", in.Hidden, in.Intermediate, in.Vocab))
+	head.Row("attention", fmt.Sprintf("%d q heads, %d kv heads, head_dim %d, rotary %d, theta %g", in.Heads, in.KVHeads, in.HeadDim, in.RotaryDim, in.RopeTheta))
+	head.Row("deltanet", fmt.Sprintf("%d key heads × %d, %d value heads × %d, conv %d", in.KeyHeads, in.KeyDim, in.ValueHeads, in.ValueDim, in.ConvKernel))
+	head.Row("context", in.Context)
+	head.Row("tied embeddings", in.Tied)
+	if in.Bundle {
+		head.Row("quantization", fmt.Sprintf("%s, default format %s", in.Method, in.Format))
+	} else {
+		head.Row("dtypes", strings.Join(in.DTypes, ", "))
+	}
+	parts := table.New("part", "params", "bytes", "bpw", "share", "ANE").AlignRight(1, 2, 3, 4)
+	if !in.Bundle {
+		parts = table.New("part", "params", "bytes", "bpw", "share").AlignRight(1, 2, 3, 4)
+	}
+	for _, p := range in.Parts {
+		row := []any{p.Part, p.Params, units.BytesPrecise(p.Bytes), fmt.Sprintf("%.3f", p.BPW),
+			fmt.Sprintf("%.1f%%", 100*float64(p.Bytes)/float64(max(in.Bytes, 1)))}
+		if in.Bundle {
+			row = append(row, p.ANE)
+		}
+		parts.Row(row...)
+	}
+	parts.Row("total", in.Params, units.BytesPrecise(in.Bytes), fmt.Sprintf("%.3f", 8*float64(in.Bytes)/float64(max(in.Params, 1))), "100.0%")
+	tables := []*table.Table{head, parts}
+	if len(in.Matrices) > 0 {
+		ms := table.New("matrix", "format", "shape", "bytes", "bpw", "ANE").AlignRight(3, 4)
+		for _, m := range in.Matrices {
+			ms.Row(m.Name, m.Format, fmt.Sprintf("%dx%d", m.Shape[0], m.Shape[1]), units.BytesPrecise(m.Bytes), fmt.Sprintf("%.3f", m.BPW), m.Placement)
+		}
+		tables = append(tables, ms)
+	}
+	for i, t := range tables {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := t.Write(w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // printJSON prints v as indented JSON on stdout.
