@@ -6,8 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
+	"forge/internal/table"
 	"forge/internal/units"
 )
 
@@ -178,22 +178,21 @@ func (r *Report) lines() [][2]string {
 	}
 }
 
+// table is the report as a two-column table.
+func (r *Report) table() *table.Table {
+	t := table.New("metric", "value")
+	for _, l := range r.lines() {
+		t.Row(l[0], l[1])
+	}
+	return t
+}
+
 // WriteTable prints the report as an aligned two-column table.
 func (r *Report) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, l := range r.lines() {
-		fmt.Fprintf(tw, "%s\t%s\n", l[0], l[1])
-	}
-	return tw.Flush()
+	t := r.table()
+	t.Header = nil
+	return t.Write(w)
 }
 
 // WriteMarkdown writes the report as a Markdown table.
-func (r *Report) WriteMarkdown(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("| metric | value |\n|---|---|\n")
-	for _, l := range r.lines() {
-		fmt.Fprintf(&b, "| %s | %s |\n", l[0], strings.ReplaceAll(l[1], "|", `\|`))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
+func (r *Report) WriteMarkdown(w io.Writer) error { return r.table().WriteMarkdown(w) }

@@ -1,14 +1,12 @@
 package compare
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math"
 	"strings"
-	"text/tabwriter"
-	"unicode/utf8"
 
+	"forge/internal/table"
 	"forge/internal/units"
 )
 
@@ -86,6 +84,27 @@ func orNone(s string) string {
 	return s
 }
 
+// table is a group's runs as a table: one row per run, one column per
+// statistic, numbers right-aligned.
+func (g *Group) table() *table.Table {
+	cols := g.columns()
+	t := &table.Table{}
+	for j, col := range cols {
+		t.Header = append(t.Header, col.head)
+		if col.numeric {
+			t.AlignRight(j)
+		}
+	}
+	for _, r := range g.Runs {
+		row := make([]any, len(cols))
+		for j, col := range cols {
+			row[j] = col.cell(r)
+		}
+		t.Row(row...)
+	}
+	return t
+}
+
 // WriteTable writes the comparison as terminal tables, one per definition
 // group, preceded by the warnings: numbers right-aligned, KL in nats,
 // sizes in binary units, "–" for a value a report does not carry.
@@ -103,39 +122,11 @@ func (c *Set) WriteTable(w io.Writer) error {
 		if traces := g.traces(); len(traces) == 1 {
 			fmt.Fprintf(ew, "trace: %s\n", traces[0])
 		}
-		cols := g.columns()
-		width := utf8.RuneCountInString(cols[0].head)
-		for _, r := range g.Runs {
-			width = max(width, utf8.RuneCountInString(r.Name))
-		}
-		// AlignRight right-aligns every cell, padding on the left; padding
-		// the first column to one width keeps the names left-aligned, and
-		// the padding before them is cut below.
-		var buf bytes.Buffer
-		tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
-		row := make([]string, len(cols))
-		for j, col := range cols {
-			row[j] = col.head
-		}
-		writeRow(tw, row, width)
-		for _, r := range g.Runs {
-			for j, col := range cols {
-				row[j] = col.cell(r)
-			}
-			writeRow(tw, row, width)
-		}
-		tw.Flush() // writes to memory: cannot fail
-		for _, line := range strings.SplitAfter(buf.String(), "\n") {
-			fmt.Fprint(ew, strings.TrimPrefix(line, "  "))
+		if err := g.table().Write(ew); err != nil {
+			return err
 		}
 	}
 	return ew.err
-}
-
-// writeRow writes one tab-terminated row, its first cell padded to width.
-func writeRow(w io.Writer, row []string, width int) {
-	first := row[0] + strings.Repeat(" ", width-utf8.RuneCountInString(row[0]))
-	fmt.Fprintf(w, "%s\t%s\t\n", first, strings.Join(row[1:], "\t"))
 }
 
 // WriteMarkdown writes the comparison as Markdown: the warnings as a
@@ -156,21 +147,8 @@ func (c *Set) WriteMarkdown(w io.Writer) error {
 		if traces := g.traces(); len(traces) == 1 {
 			fmt.Fprintf(ew, "Trace: `%s`\n\n", strings.ReplaceAll(traces[0], "`", "'"))
 		}
-		cols := g.columns()
-		heads, rules := make([]string, len(cols)), make([]string, len(cols))
-		for j, col := range cols {
-			heads[j], rules[j] = col.head, ":---"
-			if col.numeric {
-				rules[j] = "---:"
-			}
-		}
-		fmt.Fprintf(ew, "| %s |\n| %s |\n", strings.Join(heads, " | "), strings.Join(rules, " | "))
-		row := make([]string, len(cols))
-		for _, r := range g.Runs {
-			for j, col := range cols {
-				row[j] = mdEscape(col.cell(r))
-			}
-			fmt.Fprintf(ew, "| %s |\n", strings.Join(row, " | "))
+		if err := g.table().WriteMarkdown(ew); err != nil {
+			return err
 		}
 		fmt.Fprintln(ew)
 	}

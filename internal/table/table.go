@@ -106,9 +106,9 @@ func (t *Table) WriteMarkdown(w io.Writer) error {
 	b.WriteString("|")
 	for c := range t.Header {
 		if t.right(c) {
-			b.WriteString("---:|")
+			b.WriteString(" ---: |")
 		} else {
-			b.WriteString("---|")
+			b.WriteString(" :--- |")
 		}
 	}
 	b.WriteByte('\n')
@@ -119,6 +119,8 @@ func (t *Table) WriteMarkdown(w io.Writer) error {
 	return err
 }
 
+// escape escapes the characters that would break a Markdown table cell
+// or turn into emphasis.
 func escape(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+	return strings.NewReplacer(`\`, `\\`, "|", `\|`, "\n", " ", "*", `\*`, "_", `\_`).Replace(s)
 }

@@ -26,7 +26,7 @@ func TestWriteMarkdown(t *testing.T) {
 	if err := tb.WriteMarkdown(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := "| run | KL |\n|---|---:|\n| a\\|b | 0.1 |\n"
+	want := "| run | KL |\n| :--- | ---: |\n| a\\|b | 0.1 |\n"
 	if b.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
 	}
