@@ -1,6 +1,10 @@
-// Package forge is the API of the forge tool: each job is a short function
-// that reads top to bottom (Inspect, Logits, Synth; quantize, evaluate and
-// serve follow), and cmd/forge maps flags onto their config structs.
+// Package forge is the API of the forge tool: each job is one short
+// function with a config struct whose zero values are the defaults —
+// Inspect, Logits, Synth, Dequantize (models); Quantize, SNR (quantize);
+// Trace, Evaluate, Compare, TraceLCPP, EvalLCPP, PPL (evaluate) — reading
+// top to bottom over the packages below (docs/architecture.md). Every job
+// checks its outputs against its inputs before any work (outputs.go), and
+// cmd/forge maps flags onto the configs; no flag name appears here.
 package forge
 
 // Version is forge's version, recorded in everything it writes.

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"forge"
-	"forge/checkpoint"
-	"forge/internal/budget"
 	"forge/internal/progress"
 )
 
@@ -17,10 +15,5 @@ type SynthCmd struct {
 }
 
 func (c *SynthCmd) Run(ctx context.Context) error {
-	raw, err := budget.ReadFile(c.Config, budget.MaxConfigFile)
-	if err != nil {
-		return err
-	}
-	opt := checkpoint.SynthOptions{Seed: c.Seed, Version: forge.Version, Progress: progress.New("synth", true).Set}
-	return checkpoint.Synth(ctx, raw, c.Out, opt)
+	return forge.Synth(ctx, forge.SynthConfig{Config: c.Config, Out: c.Out, Seed: c.Seed, Progress: progress.New("synth", true).Set})
 }
