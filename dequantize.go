@@ -23,13 +23,18 @@ import (
 // 4 GiB of tensor data.
 const DequantizeShardSize = checkpoint.DefaultShardSize
 
+// DequantizeDType is the dtype of the materialized matrices when
+// DequantizeConfig.DType is empty.
+const DequantizeDType = "bf16"
+
 // DequantizeConfig configures Dequantize. The zero value of every field
 // but Bundle and Out is the default.
 type DequantizeConfig struct {
 	Bundle string // bundle directory (forge quantize's output)
 	Out    string // checkpoint directory to create
-	// DType is the dtype of the materialized matrices: "bf16" (the
-	// default) or "f32". Raw tensors follow it only where that is exact.
+	// DType is the dtype of the materialized matrices: "bf16" (""
+	// means DequantizeDType) or "f32". Raw tensors follow it only where
+	// that is exact.
 	DType     string
 	ShardSize int64 // tensor bytes per shard (0: DequantizeShardSize)
 	Overwrite bool  // replace an existing Out that forge wrote

@@ -14,8 +14,8 @@ type DequantizeCmd struct {
 	Model     string `help:"Bundle directory (forge quantize's output)."`
 	Bundle    string `arg:"" optional:"" name:"bundle" help:"The same, given as an argument."`
 	Out       string `required:"" help:"Hugging Face checkpoint directory to create."`
-	DType     string `name:"dtype" default:"bf16" enum:"bf16,f32" help:"Dtype of the materialized matrices: bf16 or f32 (raw tensors are widened to it only when exact, else kept as stored)."`
-	ShardSize string `name:"shard-size" default:"4GiB" help:"Tensor bytes per shard, e.g. 4GiB, 500MB or 1000000 (one model.safetensors when everything fits)."`
+	DType     string `name:"dtype" default:"${dequant_dtype}" enum:"bf16,f32" help:"Dtype of the materialized matrices: bf16 or f32 (raw tensors are widened to it only when exact, else kept as stored)."`
+	ShardSize string `name:"shard-size" default:"${dequant_shard}" help:"Tensor bytes per shard, e.g. 4GiB, 500MB or 1000000 (one model.safetensors when everything fits)."`
 	Overwrite bool   `help:"Replace an existing checkpoint at --out."`
 }
 

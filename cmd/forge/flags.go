@@ -57,6 +57,18 @@ func positive(pairs ...any) error {
 	return nil
 }
 
+// sizeFlag writes n as parseSize reads it: whole GiB or MiB when it is
+// one, else bytes.
+func sizeFlag(n int64) string {
+	switch {
+	case n > 0 && n%(1<<30) == 0:
+		return strconv.FormatInt(n>>30, 10) + "GiB"
+	case n > 0 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + "MiB"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
 // sizeUnits are the suffixes parseSize accepts, longest first.
 var sizeUnits = []struct {
 	suffix string

@@ -9,12 +9,15 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
 
 	"forge"
+	"forge/corpus"
+	"forge/eval/lcpp"
 	"forge/internal/budget"
 	"forge/internal/outpath"
 	"forge/internal/units"
@@ -50,7 +53,7 @@ func main() {
 	var c cli
 	parser, err := kong.New(&c, kong.Name("forge"),
 		kong.Description("forge: quantize, evaluate and run Qwen3.5 hybrid models."),
-		kong.Vars{"version": forge.Version},
+		kong.Vars{"version": forge.Version}, defaults(),
 		kong.BindTo(ctx, (*context.Context)(nil)))
 	if err != nil {
 		panic(err) // the CLI's own definition is wrong
@@ -83,6 +86,20 @@ func profile() func() {
 		return nil
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// defaults are the library's defaults, shown in --help and filled into
+// flags the user leaves out: each is defined once, in the package that
+// applies it.
+func defaults() kong.Vars {
+	return kong.Vars{
+		"trace_ctx":     strconv.Itoa(forge.DefaultTraceSeq),
+		"lcpp_ctx":      strconv.Itoa(lcpp.DefaultCtx),
+		"ppl_ctx":       strconv.Itoa(forge.PPLDefaultCtx),
+		"calib_ctx":     strconv.Itoa(corpus.DefaultSeq),
+		"dequant_dtype": forge.DequantizeDType,
+		"dequant_shard": sizeFlag(forge.DequantizeShardSize),
+	}
 }
 
 // noAsyncPreempt re-executes forge once with GODEBUG=asyncpreemptoff=1

@@ -14,7 +14,7 @@ import (
 type PPLCmd struct {
 	Model string `required:"" type:"existingdir" help:"Checkpoint or bundle directory."`
 	Data  string `required:"" placeholder:"FILE[:ROWS]" help:"Text (.txt), chat (.jsonl) or token rows (.json, .npy); :ROWS scores ROWS windows sampled with --seed."`
-	Ctx   int    `default:"512" help:"Tokens per window; each window runs from an empty state."`
+	Ctx   int    `default:"${ppl_ctx}" help:"Tokens per window; each window runs from an empty state."`
 	Seed  uint64 `default:"0" help:"Seed for sampling FILE:ROWS windows."`
 	JSON  bool   `name:"json" help:"Print JSON."`
 }

@@ -19,7 +19,7 @@ type QuantizeCmd struct {
 	AW              bool     `name:"aw" help:"Activation-weighted codebooks: k-means weighted by diag(H) (needs --calib)."`
 	Hadamard        bool     `help:"Online block Hadamard rotation of the MLP inputs (seeds 1000+layer, 2000+layer)."`
 	Calib           []string `placeholder:"FILE:ROWS" help:"Calibration sources, comma-separated or repeated: .txt text, .jsonl chat, .json/.npy token rows; ROWS rows sampled with --seed."`
-	Ctx             int      `default:"1024" aliases:"seq" help:"Tokens per calibration row."`
+	Ctx             int      `default:"${calib_ctx}" aliases:"seq" help:"Tokens per calibration row."`
 	HoldOut         int      `name:"holdout" help:"Calibration rows held out for the per-matrix SNR (default max(1, rows/12))."`
 	LowRankRank     int      `name:"lowrank-rank" help:"Rank of the low-rank correction of the quantization error (0: none)."`
 	LowRankParts    []string `name:"lowrank-parts" help:"Parts that get the correction, comma-separated or repeated: gdn, attn, kv, mlp, head (default gdn,attn,kv)."`

@@ -20,7 +20,7 @@ type TraceCmd struct {
 	Model     string   `required:"" type:"existingdir" help:"Reference: Hugging Face checkpoint or bundle directory."`
 	Data      []string `required:"" placeholder:"FILE[:ROWS]" help:"Token sources, comma-separated or repeated: .txt text, .jsonl chat, .json/.npy token rows; ROWS rows sampled with --seed."`
 	Out       string   `required:"" help:"Trace file to write (safetensors)."`
-	Ctx       int      `default:"512" aliases:"seq" help:"Tokens per row."`
+	Ctx       int      `default:"${trace_ctx}" aliases:"seq" help:"Tokens per row."`
 	TopK      int      `name:"topk" default:"0" help:"Store the top-K log-probs and the tail mass per position (0: the full log-softmax)."`
 	Seed      uint64   `default:"0" help:"Seed for row sampling."`
 	Overwrite bool     `help:"Replace an existing trace that forge wrote."`
@@ -51,7 +51,7 @@ type TraceLCPPCmd struct {
 	Model     string `required:"" type:"existingdir" help:"Base model: Hugging Face checkpoint or bundle directory."`
 	Data      string `required:"" type:"existingfile" help:"One text file, read whole and tokenized once."`
 	Out       string `required:"" help:"Base file to write (forge's safetensors layout, or llama.cpp's with --llamacpp)."`
-	Ctx       int    `default:"512" aliases:"seq" help:"Window length n_ctx."`
+	Ctx       int    `default:"${lcpp_ctx}" aliases:"seq" help:"Window length n_ctx."`
 	LlamaCpp  bool   `name:"llamacpp" help:"Write llama.cpp's own binary --kl-divergence-base layout."`
 	Overwrite bool   `help:"Replace an existing base that forge wrote."`
 }
