@@ -111,7 +111,7 @@ func lcppScore(ctx context.Context, m *model.Model, base *lcpp.Base, bos int, st
 			return err
 		}
 		window = lcpp.Window(window, base.Tokens, base.NCtx, i, bos)
-		lg, err := lcppForward(ctx, m, st, window)
+		lg, err := m.Row(ctx, st, window)
 		if err != nil {
 			return fmt.Errorf("lcpp eval: window %d: %w", i, err)
 		}
@@ -131,17 +131,6 @@ func lcppScore(ctx context.Context, m *model.Model, base *lcpp.Base, bos int, st
 		}
 	}
 	return nil
-}
-
-// lcppForward evaluates one window from an empty state in one call.
-func lcppForward(ctx context.Context, m *model.Model, st *model.State, window []int) (*tensor.Matrix, error) {
-	st.Reset()
-	var out *tensor.Matrix
-	err := m.Prefill(ctx, st, window, len(window), func(_ int, lg *tensor.Matrix) error {
-		out = lg
-		return nil
-	})
-	return out, err
 }
 
 func bosText(id int) string {

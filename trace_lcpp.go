@@ -103,7 +103,7 @@ func TraceLCPP(ctx context.Context, cfg LCPPTraceConfig) error {
 			return err
 		}
 		window = lcpp.Window(window, tokens, nCtx, i, bos)
-		lg, err := lcppForward(ctx, m, st, window)
+		lg, err := m.Row(ctx, st, window)
 		if err != nil {
 			return fmt.Errorf("lcpp trace: window %d: %w", i, err)
 		}

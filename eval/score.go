@@ -93,13 +93,7 @@ func forwardRow(ctx context.Context, m *model.Model, st *model.State, tokens []i
 	if err := budget.Memory(fmt.Sprintf("the logits of a %d-token row", len(tokens)), 4*int64(len(tokens))*int64(m.Config().Vocab)); err != nil {
 		return nil, err
 	}
-	st.Reset()
-	var out *tensor.Matrix
-	err := m.Prefill(ctx, st, tokens, len(tokens), func(_ int, lg *tensor.Matrix) error {
-		out = lg
-		return nil
-	})
-	return out, err
+	return m.Row(ctx, st, tokens)
 }
 
 // CheckVocab returns an error wrapping ErrVocab unless a candidate with

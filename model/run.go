@@ -63,6 +63,20 @@ func (m *Model) Prefill(ctx context.Context, s *State, tokens []int, chunk int, 
 	return nil
 }
 
+// Row runs tokens through s from an empty state (s is Reset first) in one
+// Forward call and returns their logits [T, vocab] (owned by s), with the
+// checks and errors of Prefill: a whole row scored at once (traces,
+// evaluation, llama.cpp windows).
+func (m *Model) Row(ctx context.Context, s *State, tokens []int) (*tensor.Matrix, error) {
+	s.Reset()
+	var out *tensor.Matrix
+	err := m.Prefill(ctx, s, tokens, len(tokens), func(_ int, lg *tensor.Matrix) error {
+		out = lg
+		return nil
+	})
+	return out, err
+}
+
 // checkRun refuses tokens outside the vocabulary and a run that would go
 // past the context.
 func (m *Model) checkRun(pos int, tokens []int) error {
