@@ -111,12 +111,13 @@ func (m *Model) CheckTokens(tokens []int) error {
 // Token ids must be in range and the State must not go past the context
 // (CheckTokens; it panics otherwise); an empty call returns a 0-row matrix.
 func (m *Model) Forward(s *State, tokens []int) *tensor.Matrix {
-	lg, _ := m.forward(context.Background(), s, tokens)
+	lg, _ := m.forward(context.Background(), s, tokens, false)
 	return lg
 }
 
-// forward is Forward, checking ctx before each layer.
-func (m *Model) forward(ctx context.Context, s *State, tokens []int) (*tensor.Matrix, error) {
+// forward is Forward, checking ctx before each layer. With last set the
+// head runs on the last row alone and the logits are [1, vocab].
+func (m *Model) forward(ctx context.Context, s *State, tokens []int, last bool) (*tensor.Matrix, error) {
 	c := &m.cfg
 	T := len(tokens)
 	sc := &s.sc
@@ -139,7 +140,13 @@ func (m *Model) forward(ctx context.Context, s *State, tokens []int) (*tensor.Ma
 	}
 	s.doRows(opNorm, m.norm, c.Eps, T)
 	s.observe("final_norm", &sc.u)
-	m.head.Mul(&sc.logits, &sc.u)
+	if last && T > 1 {
+		u := tensor.FromSlice(1, c.Hidden, sc.u.Row(T-1))
+		sc.logits.Resize(1, c.Vocab)
+		m.head.Mul(&sc.logits, u)
+	} else {
+		m.head.Mul(&sc.logits, &sc.u)
+	}
 	s.pos += T
 	return &sc.logits, nil
 }

@@ -24,7 +24,7 @@ const DefaultChunk = 512
 // consumed the tokens, others not — until Reset or Rewind to a Mark taken
 // before the call (both restore it exactly); any other use panics.
 func (m *Model) ForwardContext(ctx context.Context, s *State, tokens []int) (*tensor.Matrix, error) {
-	return m.forward(ctx, s, tokens)
+	return m.forward(ctx, s, tokens, false)
 }
 
 // Prefill runs tokens through s in Forward calls of at most chunk tokens
@@ -45,7 +45,7 @@ func (m *Model) Prefill(ctx context.Context, s *State, tokens []int, chunk int, 
 		return err
 	}
 	for t0 := 0; t0 < len(tokens); t0 += chunk {
-		lg, err := m.forward(ctx, s, tokens[t0:min(t0+chunk, len(tokens))])
+		lg, err := m.forward(ctx, s, tokens[t0:min(t0+chunk, len(tokens))], false)
 		if err != nil {
 			return err
 		}
@@ -61,6 +61,41 @@ func (m *Model) Prefill(ctx context.Context, s *State, tokens []int, chunk int, 
 		}
 	}
 	return nil
+}
+
+// PrefillLast runs tokens through s as Prefill does (chunks of at most
+// chunk tokens, the same checks and errors) and returns the logits of the
+// last token alone [vocab] (owned by s, valid until its next call): the
+// head multiplies only that row, which is all generation needs (a
+// 248k-row head costs as much per row as several layers). An empty tokens
+// is an error.
+func (m *Model) PrefillLast(ctx context.Context, s *State, tokens []int, chunk int) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, errors.New("no tokens to prefill")
+	}
+	if chunk <= 0 {
+		chunk = DefaultChunk
+	}
+	start := s.pos
+	if err := m.checkRun(start, tokens); err != nil {
+		return nil, err
+	}
+	var lg *tensor.Matrix
+	for t0 := 0; t0 < len(tokens); t0 += chunk {
+		t1 := min(t0+chunk, len(tokens))
+		var err error
+		if lg, err = m.forward(ctx, s, tokens[t0:t1], t1 == len(tokens)); err != nil {
+			return nil, err
+		}
+	}
+	if _, bad := firstNonFinite(lg); bad {
+		e := &NonFiniteError{Position: start + len(tokens) - 1}
+		if start == 0 {
+			e.Where = m.locateNonFinite(tokens)
+		}
+		return nil, e
+	}
+	return lg.Row(0), nil
 }
 
 // Row runs tokens through s from an empty state (s is Reset first) in one

@@ -170,3 +170,39 @@ func TestPrefillNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefillLast: PrefillLast's logits are Prefill's last row (the head
+// of one row may take another kernel than the head of T rows, hence
+// logitTol), the state ends at the same position and decodes the same,
+// and an empty prompt is refused.
+func TestPrefillLast(t *testing.T) {
+	m := loadModel(t, repoPath("models", "forge-tiny"))
+	toks := randTokens(rand.New(rand.NewPCG(9, 10)), 700, m.Config().Vocab)
+	ref := m.NewState()
+	var want []float32
+	if err := m.Prefill(context.Background(), ref, toks, 256, func(_ int, lg *tensor.Matrix) error {
+		want = copyOf(tensor.FromSlice(1, lg.Cols, lg.Row(lg.Rows-1)))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := m.NewState()
+	got, err := m.PrefillLast(context.Background(), s, toks, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != m.Config().Vocab || s.Pos() != ref.Pos() {
+		t.Fatalf("len %d pos %d, want %d and %d", len(got), s.Pos(), m.Config().Vocab, ref.Pos())
+	}
+	if d := maxAbsDiff(got, want); d > logitTol {
+		t.Errorf("last logits: max |Δ| = %.3g > %g", d, logitTol)
+	}
+	a := copyOf(m.Forward(s, []int{7}))
+	b := copyOf(m.Forward(ref, []int{7}))
+	if d := maxAbsDiff(a, b); d != 0 {
+		t.Errorf("decode after PrefillLast differs by %.3g", d)
+	}
+	if _, err := m.PrefillLast(context.Background(), m.NewState(), nil, 0); err == nil {
+		t.Error("an empty prompt was accepted")
+	}
+}
