@@ -18,9 +18,11 @@ import (
 	"forge"
 	"forge/corpus"
 	"forge/eval/lcpp"
+	"forge/generate"
 	"forge/internal/budget"
 	"forge/internal/outpath"
 	"forge/internal/units"
+	"forge/sample"
 	"forge/tensor"
 	"forge/tokenizer"
 )
@@ -30,6 +32,9 @@ type cli struct {
 	Logits     LogitsCmd        `cmd:"" group:"Models" help:"Compute logits for token sequences into a safetensors file."`
 	Synth      SynthCmd         `cmd:"" group:"Models" help:"Write a random-init checkpoint of any size in the real HF layout."`
 	Dequantize DequantizeCmd    `cmd:"" group:"Models" help:"Write a bundle back out as a Hugging Face checkpoint with the quantized weights materialized."`
+	Run        RunCmd           `cmd:"" group:"Run" help:"Generate a reply to a prompt or conversation, streamed to stdout."`
+	Chat       ChatCmd          `cmd:"" group:"Run" help:"Talk with a model interactively (the conversation's state is kept between turns)."`
+	Bench      BenchCmd         `cmd:"" group:"Run" help:"Measure prefill and decode speed (llama-bench's pp/tg tests) against this machine's read bandwidth."`
 	Quantize   QuantizeCmd      `cmd:"" group:"Quantize" help:"Quantize a checkpoint into a bundle."`
 	SNR        SNRCmd           `cmd:"" name:"snr" group:"Quantize" help:"Weight SNR (dB) of matrices quantized to formats."`
 	Trace      TraceGroup       `cmd:"" group:"Evaluate" help:"Record a reference model's next-token distributions over a data set (or a llama.cpp-compatible base: forge trace lcpp)."`
@@ -99,8 +104,23 @@ func defaults() kong.Vars {
 		"calib_ctx":     strconv.Itoa(corpus.DefaultSeq),
 		"dequant_dtype": forge.DequantizeDType,
 		"dequant_shard": sizeFlag(forge.DequantizeShardSize),
+		"temp":          ftoa(forge.DefaultTemperature),
+		"think_temp":    ftoa(forge.DefaultThinkTemperature),
+		"top_p":         ftoa(forge.DefaultTopP),
+		"think_top_p":   ftoa(forge.DefaultThinkTopP),
+		"top_k":         strconv.Itoa(forge.DefaultTopK),
+		"dry_base":      ftoa(sample.DefaultDRYBase),
+		"dry_allowed":   strconv.Itoa(sample.DefaultDRYAllowed),
+		"max_tokens":    strconv.Itoa(generate.DefaultMaxTokens),
+		"think_budget":  strconv.Itoa(forge.DefaultThinkBudget),
+		"loop_reps":     strconv.Itoa(generate.LoopReps),
+		"bench_prompt":  strconv.Itoa(forge.BenchDefaultPrompt),
+		"bench_gen":     strconv.Itoa(forge.BenchDefaultGen),
+		"bench_repeat":  strconv.Itoa(forge.BenchDefaultRepeat),
 	}
 }
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // noAsyncPreempt re-executes forge once with GODEBUG=asyncpreemptoff=1
 // where Go's asynchronous preemption would leave the vector registers'

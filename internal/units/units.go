@@ -30,3 +30,17 @@ func format(n int64, decimals int) string {
 	}
 	return fmt.Sprintf("%.*f %ciB", decimals, f, "KMGTP"[i])
 }
+
+// Count writes a count of things (parameters) as llama-bench does: "512",
+// "8.39 K", "8.41 M", "1.40 B" (powers of 1000, two decimals).
+func Count(n int64) string {
+	switch f := float64(n); {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f B", f/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2f M", f/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.2f K", f/1e3)
+	}
+	return fmt.Sprint(n)
+}

@@ -89,3 +89,11 @@ func TestSameStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1.00 K", 8_412_160: "8.41 M", 1_403_000_000: "1.40 B", 27_800_000_000: "27.80 B"} {
+		if got := Count(n); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

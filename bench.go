@@ -1,0 +1,143 @@
+package forge
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"forge/internal/membw"
+)
+
+// Bench defaults: llama-bench's pp512 and tg128, three repetitions.
+const (
+	BenchDefaultPrompt = 512
+	BenchDefaultGen    = 128
+	BenchDefaultRepeat = 3
+)
+
+// BenchConfig configures Bench. Zero values are the defaults.
+type BenchConfig struct {
+	Model        string // checkpoint or bundle directory
+	PromptTokens int    // prefill test length (0: BenchDefaultPrompt)
+	Gen          int    // decode test length (0: BenchDefaultGen)
+	Repeat       int    // timed repetitions of each test after one warm-up (0: BenchDefaultRepeat)
+	// Progress, if set, is called after each run with runs done and total.
+	Progress func(done, total int64)
+}
+
+// BenchReport is what `forge bench` prints: llama-bench's columns plus the
+// share of this machine's read bandwidth that decode reaches.
+type BenchReport struct {
+	Model        string    `json:"model"`
+	Format       string    `json:"format"`
+	Bytes        int64     `json:"size_bytes"`   // every stored weight
+	Params       int64     `json:"params"`       // parameters of the model
+	BPW          float64   `json:"bpw"`          // 8·Bytes / Params
+	WeightBytes  int64     `json:"weight_bytes"` // bytes one decode step reads
+	PromptTokens int       `json:"prompt_tokens"`
+	Gen          int       `json:"gen_tokens"`
+	Repeat       int       `json:"repeat"`
+	PrefillTPS   float64   `json:"prefill_tps"` // mean over repetitions
+	PrefillSD    float64   `json:"prefill_tps_sd"`
+	DecodeTPS    float64   `json:"decode_tps"`
+	DecodeSD     float64   `json:"decode_tps_sd"`
+	Prefill      []float64 `json:"prefill_runs_tps"`
+	Decode       []float64 `json:"decode_runs_tps"`
+	// BandwidthGBs is decode's weight traffic, WeightBytes · DecodeTPS, in
+	// GB/s; BandwidthPct that as a percentage of ReadGBs, the read bandwidth
+	// measured in the same run (internal/membw, both cores).
+	BandwidthGBs float64 `json:"bandwidth_gbs"`
+	BandwidthPct float64 `json:"bandwidth_pct"`
+	ReadGBs      float64 `json:"read_gbs"`
+}
+
+// Bench measures prefill (PromptTokens tokens from an empty state, head on
+// the last row, as generation runs it) and decode (Gen single-token steps
+// from an empty state, the tokens fixed, no sampling) after one warm-up of
+// each, Repeat times, and the machine's read bandwidth.
+func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
+	if cfg.PromptTokens == 0 {
+		cfg.PromptTokens = BenchDefaultPrompt
+	}
+	if cfg.Gen == 0 {
+		cfg.Gen = BenchDefaultGen
+	}
+	if cfg.Repeat == 0 {
+		cfg.Repeat = BenchDefaultRepeat
+	}
+	if cfg.PromptTokens < 1 || cfg.Gen < 1 || cfg.Repeat < 1 {
+		return nil, fmt.Errorf("bench: prompt %d, gen %d, repeat %d: each must be positive", cfg.PromptTokens, cfg.Gen, cfg.Repeat)
+	}
+	in, err := Inspect(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := OpenRuntime(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	m := rt.Model
+	if c := m.Config().MaxContext; c > 0 && max(cfg.PromptTokens, cfg.Gen) > c {
+		return nil, fmt.Errorf("bench: %d tokens do not fit the context of %d", max(cfg.PromptTokens, cfg.Gen), c)
+	}
+	rep := &BenchReport{Model: rt.Name, Format: in.Format, Bytes: in.Bytes, Params: in.Params,
+		WeightBytes: m.WeightBytes(), PromptTokens: cfg.PromptTokens, Gen: cfg.Gen, Repeat: cfg.Repeat}
+	if rep.Format == "" {
+		rep.Format = fmt.Sprint(in.DTypes)
+	}
+	rep.BPW = 8 * float64(rep.Bytes) / float64(max(rep.Params, 1))
+	toks := make([]int, max(cfg.PromptTokens, cfg.Gen))
+	for i := range toks {
+		toks[i] = (i*7919 + 13) % rt.Tok.VocabSize()
+	}
+	total, done := int64(2*(cfg.Repeat+1)), int64(0)
+	s := m.NewState()
+	s.Reserve(max(cfg.PromptTokens, cfg.Gen))
+	for r := 0; r <= cfg.Repeat; r++ {
+		s.Reset()
+		t0 := time.Now()
+		if _, err := m.PrefillLast(ctx, s, toks[:cfg.PromptTokens], 0); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		if r > 0 {
+			rep.Prefill = append(rep.Prefill, float64(cfg.PromptTokens)/time.Since(t0).Seconds())
+		}
+		s.Reset()
+		t0 = time.Now()
+		for i := range cfg.Gen {
+			if i%16 == 0 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			m.Forward(s, toks[i:i+1])
+		}
+		if r > 0 {
+			rep.Decode = append(rep.Decode, float64(cfg.Gen)/time.Since(t0).Seconds())
+		}
+		if done += 2; cfg.Progress != nil {
+			cfg.Progress(done, total)
+		}
+	}
+	rep.PrefillTPS, rep.PrefillSD = meanSD(rep.Prefill)
+	rep.DecodeTPS, rep.DecodeSD = meanSD(rep.Decode)
+	rep.ReadGBs = membw.Read(0, 0)
+	rep.BandwidthGBs = float64(rep.WeightBytes) * rep.DecodeTPS / 1e9
+	rep.BandwidthPct = 100 * rep.BandwidthGBs / rep.ReadGBs
+	return rep, nil
+}
+
+// meanSD returns the mean and the sample standard deviation (0 for one value).
+func meanSD(xs []float64) (mean, sd float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	for _, x := range xs {
+		sd += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(xs)-1))
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"forge"
+	"forge/internal/progress"
+	"forge/internal/table"
+	"forge/internal/units"
+)
+
+// BenchCmd is `forge bench`.
+type BenchCmd struct {
+	Model        string `required:"" type:"existingdir" help:"Checkpoint or bundle directory."`
+	PromptTokens int    `name:"prompt-tokens" default:"${bench_prompt}" help:"Prefill test length (ppN)."`
+	Gen          int    `default:"${bench_gen}" help:"Decode test length (tgN)."`
+	Repeat       int    `default:"${bench_repeat}" help:"Timed repetitions of each test (after one warm-up)."`
+	JSON         bool   `name:"json" help:"Print JSON."`
+}
+
+func (c *BenchCmd) Run(ctx context.Context) error {
+	if err := positive("--prompt-tokens", c.PromptTokens, "--gen", c.Gen, "--repeat", c.Repeat); err != nil {
+		return err
+	}
+	rep, err := forge.Bench(ctx, forge.BenchConfig{Model: c.Model, PromptTokens: c.PromptTokens, Gen: c.Gen,
+		Repeat: c.Repeat, Progress: progress.New("bench", false).Set})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(rep)
+	}
+	t := table.New("model", "format", "size", "bpw", "params", "test", "t/s", "% read bw").AlignRight(2, 3, 4, 6, 7)
+	size, params := units.Bytes(rep.Bytes), units.Count(rep.Params)
+	bpw := fmt.Sprintf("%.2f", rep.BPW)
+	t.Row(rep.Model, rep.Format, size, bpw, params, fmt.Sprintf("pp%d", rep.PromptTokens),
+		fmt.Sprintf("%.2f ± %.2f", rep.PrefillTPS, rep.PrefillSD), "")
+	t.Row(rep.Model, rep.Format, size, bpw, params, fmt.Sprintf("tg%d", rep.Gen),
+		fmt.Sprintf("%.2f ± %.2f", rep.DecodeTPS, rep.DecodeSD), fmt.Sprintf("%.1f%%", rep.BandwidthPct))
+	if err := t.Write(os.Stdout); err != nil {
+		return err
+	}
+	fmt.Printf("\ndecode reads %s of weights per token: %.2f GB/s of the %.2f GB/s this machine reads (both cores, measured in this run); %d repetitions after a warm-up\n",
+		units.Bytes(rep.WeightBytes), rep.BandwidthGBs, rep.ReadGBs, rep.Repeat)
+	return nil
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"forge"
+	"forge/generate"
+	"forge/internal/budget"
+	"forge/sample"
+)
+
+// GenFlags are the generation settings `forge run` and `forge chat` share.
+// Unset sampling flags take the reference server's defaults, which depend
+// on --think (forge.DefaultSampling).
+type GenFlags struct {
+	Temperature *float64 `placeholder:"T" help:"Sampling temperature; 0 is greedy (default ${temp}, or ${think_temp} with --think)."`
+	TopP        *float64 `name:"top-p" placeholder:"P" help:"Keep the fewest most likely tokens whose probabilities reach P; 1 turns it off (default ${top_p}, or ${think_top_p} with --think)."`
+	TopK        *int     `name:"top-k" placeholder:"K" help:"Keep the K most likely tokens; 0 turns it off (default ${top_k})."`
+	MinP        float64  `name:"min-p" placeholder:"P" help:"Keep tokens at least P times as likely as the most likely one (0: off)."`
+	Presence    float64  `placeholder:"X" help:"Presence penalty: subtract X from the logit of every token already in this reply."`
+	DRY         float64  `name:"dry" placeholder:"X" help:"DRY multiplier against verbatim repeats (0: off; it can damage repeated code)."`
+	DRYBase     float64  `name:"dry-base" default:"${dry_base}" help:"DRY base: penalty X·BASE^(match−allowed)."`
+	DRYAllowed  int      `name:"dry-allowed" default:"${dry_allowed}" help:"DRY: repeats up to this many tokens are free."`
+	Seed        *uint64  `help:"Sampler seed; the same seed gives the same reply (default: a random seed, reported)."`
+	MaxTokens   int      `name:"max-tokens" default:"${max_tokens}" help:"Most tokens to generate (capped by the context)."`
+	Stop        []string `sep:"none" placeholder:"TEXT" help:"Stop string (repeat for several; \\n, \\t, \\\\ are escapes): the reply ends before it."`
+	Think       bool     `negatable:"" help:"Let the model think first (chat template's enable_thinking; --messages and chat only)."`
+	ThinkBudget string   `name:"think-budget" default:"auto" placeholder:"N|auto|off" help:"With --think: close the thinking after N tokens (auto: min(${think_budget}, max(max-tokens − 4096, max-tokens/2)))."`
+	LoopGuard   int      `name:"loop-guard" default:"${loop_reps}" help:"End a reply whose last tokens repeat this many times with a period of 4–256 tokens (0: off)."`
+}
+
+// config maps the flags onto a forge.RunConfig (the prompt aside).
+func (f *GenFlags) config() (forge.RunConfig, error) {
+	if f.MaxTokens <= 0 {
+		return forge.RunConfig{}, fmt.Errorf("--max-tokens %d: want a positive number of tokens", f.MaxTokens)
+	}
+	if f.LoopGuard < 0 {
+		return forge.RunConfig{}, fmt.Errorf("--loop-guard %d: want a number of repetitions, or 0 for off", f.LoopGuard)
+	}
+	s := forge.DefaultSampling(f.Think)
+	if f.Temperature != nil {
+		s.Temperature = *f.Temperature
+	}
+	if f.TopP != nil {
+		s.TopP = *f.TopP
+	}
+	if f.TopK != nil {
+		s.TopK = *f.TopK
+	}
+	s.MinP, s.Presence = f.MinP, f.Presence
+	s.DRY = sample.DRY{Multiplier: f.DRY, Base: f.DRYBase, Allowed: f.DRYAllowed}
+	if f.Seed != nil {
+		s.Seed = *f.Seed
+	} else {
+		s.Seed = rand.Uint64()
+	}
+	if err := s.Validate(); err != nil {
+		return forge.RunConfig{}, err
+	}
+	cfg := forge.RunConfig{Sample: s, MaxTokens: f.MaxTokens, LoopGuard: f.LoopGuard}
+	if f.LoopGuard == 0 {
+		cfg.LoopGuard = -1
+	}
+	for _, raw := range f.Stop {
+		stop, err := unescape(raw)
+		if err != nil {
+			return forge.RunConfig{}, fmt.Errorf("--stop %q: %w", raw, err)
+		}
+		if stop == "" {
+			return forge.RunConfig{}, errors.New("--stop \"\": a stop string may not be empty")
+		}
+		cfg.Stop = append(cfg.Stop, stop)
+	}
+	budget, err := thinkBudget(f.ThinkBudget, f.MaxTokens)
+	if err != nil {
+		return forge.RunConfig{}, err
+	}
+	if f.Think {
+		cfg.ThinkBudget = budget
+	}
+	return cfg, nil
+}
+
+// thinkBudget reads --think-budget: a number of tokens, auto or off.
+func thinkBudget(v string, maxTokens int) (int, error) {
+	switch v {
+	case "auto", "":
+		return forge.ThinkBudget(0, maxTokens), nil
+	case "off", "0":
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("--think-budget %q: want a number of tokens, auto or off", v)
+	}
+	return n, nil
+}
+
+// unescape reads the escapes \n, \t, \r, \\ and \" of a stop string.
+func unescape(s string) (string, error) {
+	if !strings.Contains(s, `\`) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i++; i == len(s) {
+			return "", errors.New("ends with a lone backslash")
+		}
+		switch s[i] {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case '\\', '"':
+			b.WriteByte(s[i])
+		default:
+			return "", fmt.Errorf("unknown escape \\%c (\\n, \\t, \\r, \\\\ and \\\" are known)", s[i])
+		}
+	}
+	return b.String(), nil
+}
+
+// RunCmd is `forge run`.
+type RunCmd struct {
+	Model    string `required:"" type:"existingdir" help:"Checkpoint or bundle directory (with its tokenizer)."`
+	Prompt   string `arg:"" optional:"" help:"Prompt text, used as it is (no chat template)."`
+	Messages string `type:"existingfile" placeholder:"FILE" help:"A conversation as a JSON list of messages, rendered with the model's chat template."`
+	JSON     bool   `name:"json" help:"Print one JSON object (text, tokens, finish_reason, speeds, settings) instead of streaming."`
+	GenFlags `embed:""`
+}
+
+func (c *RunCmd) Run(ctx context.Context) error {
+	cfg, err := c.config()
+	if err != nil {
+		return err
+	}
+	cfg.Model = c.Model
+	switch {
+	case c.Prompt != "" && c.Messages != "":
+		return errors.New("give a prompt or --messages, not both")
+	case c.Messages != "":
+		data, err := readSmall(c.Messages)
+		if err != nil {
+			return err
+		}
+		cfg.Prompt = forge.Prompt{Messages: data, Think: c.Think, Name: c.Messages}
+	case c.Prompt == "":
+		return errors.New("the prompt is empty: give a prompt text or --messages FILE")
+	default:
+		cfg.Prompt = forge.Prompt{Text: c.Prompt}
+	}
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // a closed pipe is an error, not death
+	var emit func(string) error
+	if !c.JSON {
+		emit = func(s string) error { _, err := os.Stdout.WriteString(s); return err }
+	}
+	rep, err := forge.Run(ctx, cfg, emit)
+	if rep == nil {
+		return err
+	}
+	if c.JSON {
+		if err := printJSON(rep); err != nil {
+			return err
+		}
+	} else if err == nil {
+		fmt.Println()
+	}
+	fmt.Fprintln(os.Stderr, summary(rep))
+	return quietStop(ctx, err)
+}
+
+// quietStop turns the end of a reply by a closed pipe into success and
+// by Ctrl-C into exit status 130, the summary having been printed.
+func quietStop(ctx context.Context, err error) error {
+	switch {
+	case err == nil || errors.Is(err, syscall.EPIPE):
+		return nil
+	case ctx.Err() != nil:
+		os.Exit(130)
+	}
+	return err
+}
+
+// summary is the one line `forge run` prints on stderr after a reply.
+func summary(r *forge.RunReport) string {
+	finish := r.Finish
+	switch {
+	case r.LoopPeriod > 0:
+		finish += fmt.Sprintf(" (period %d)", r.LoopPeriod)
+	case r.ContextFull:
+		finish += " (context full)"
+	case r.Finish == string(generate.FinishCancel):
+		finish += " (interrupted)"
+	}
+	think := ""
+	if r.ThinkClosed {
+		think = "; thinking closed at the budget"
+	}
+	return fmt.Sprintf("forge: prompt %d tokens (%d cached), %.0f tok/s; generated %d tokens, %.1f tok/s; finish %s%s; seed %d",
+		r.PromptTokens, r.CachedTokens, r.PrefillTPS, r.Generated, r.DecodeTPS, finish, think, r.Settings.Seed)
+}
+
+// readSmall reads a user's conversation file of at most 64 MiB.
+func readSmall(path string) ([]byte, error) { return budget.ReadFile(path, 64<<20) }

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// runReport is the part of `forge run --json` the tests read.
+type runReport struct {
+	Text     string  `json:"text"`
+	Tokens   []int   `json:"tokens"`
+	Finish   string  `json:"finish_reason"`
+	Prompt   int     `json:"prompt_tokens"`
+	Prefill  float64 `json:"prefill_tps"`
+	Decode   float64 `json:"decode_tps"`
+	Settings struct {
+		Temperature float64 `json:"temperature"`
+		TopK        int     `json:"top_k"`
+		TopP        float64 `json:"top_p"`
+		Seed        uint64  `json:"seed"`
+		Think       bool    `json:"think"`
+	} `json:"settings"`
+}
+
+func runJSON(t *testing.T, args ...string) runReport {
+	t.Helper()
+	stdout, stderr, ok := runIn(t, "", append([]string{"run", "--model", tiny, "--json"}, args...)...)
+	if !ok {
+		t.Fatalf("forge run %v: %s", args, stderr)
+	}
+	var r runReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	return r
+}
+
+// TestRunStreamsAndSummarises: `forge run` streams the reply to stdout
+// and one summary line to stderr; --json's text and ids agree with it.
+func TestRunStreamsAndSummarises(t *testing.T) {
+	stdout, stderr, ok := runIn(t, "", "run", "--model", tiny, "def fib(n):", "--temperature", "0", "--max-tokens", "24")
+	if !ok || strings.TrimSpace(stdout) == "" {
+		t.Fatalf("stdout %q stderr %q", stdout, stderr)
+	}
+	noCrash(t, stderr)
+	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "generated 24 tokens") || !strings.Contains(lines[0], "finish length") {
+		t.Fatalf("summary: %q", stderr)
+	}
+	r := runJSON(t, "def fib(n):", "--temperature", "0", "--max-tokens", "24")
+	if r.Text+"\n" != stdout || len(r.Tokens) != 24 || r.Finish != "length" || r.Prompt != 5 || r.Prefill <= 0 || r.Decode <= 0 {
+		t.Fatalf("json %+v\nstreamed %q", r, stdout)
+	}
+}
+
+// TestRunSeedAndDefaults: the same seed gives the same reply, another
+// seed another; unset sampling flags take the reference's defaults
+// (0.7/0.8/20, or 1.0/0.95/20 with --think) and the seed is reported.
+func TestRunSeedAndDefaults(t *testing.T) {
+	a := runJSON(t, "The river", "--seed", "11", "--max-tokens", "32", "--loop-guard", "0")
+	b := runJSON(t, "The river", "--seed", "11", "--max-tokens", "32", "--loop-guard", "0")
+	c := runJSON(t, "The river", "--seed", "12", "--max-tokens", "32", "--loop-guard", "0")
+	if !slices.Equal(a.Tokens, b.Tokens) || slices.Equal(a.Tokens, c.Tokens) {
+		t.Fatalf("seed 11: %v / %v; seed 12: %v", a.Tokens, b.Tokens, c.Tokens)
+	}
+	if s := a.Settings; s.Temperature != 0.7 || s.TopP != 0.8 || s.TopK != 20 || s.Seed != 11 || s.Think {
+		t.Fatalf("defaults %+v", s)
+	}
+	msgs := filepath.Join(t.TempDir(), "chat.json")
+	os.WriteFile(msgs, []byte(`[{"role":"user","content":"Hello"}]`), 0o644)
+	d := runJSON(t, "--messages", msgs, "--think", "--max-tokens", "8")
+	if s := d.Settings; s.Temperature != 1 || s.TopP != 0.95 || s.TopK != 20 || !s.Think || s.Seed == 0 {
+		t.Fatalf("think defaults %+v", s)
+	}
+}
+
+// TestRunBadInput: each is a one-line error, exit status 1 or 2, no crash.
+func TestRunBadInput(t *testing.T) {
+	dir := t.TempDir()
+	noTemplate := filepath.Join(dir, "no-template")
+	copyTree(t, tiny, noTemplate)
+	os.Remove(filepath.Join(noTemplate, "chat_template.jinja"))
+	cfgPath := filepath.Join(noTemplate, "tokenizer_config.json")
+	var tc map[string]any
+	data, _ := os.ReadFile(cfgPath)
+	json.Unmarshal(data, &tc)
+	delete(tc, "chat_template")
+	data, _ = json.Marshal(tc)
+	os.WriteFile(cfgPath, data, 0o644)
+	msgs := filepath.Join(dir, "chat.json")
+	os.WriteFile(msgs, []byte(`[{"role":"user","content":"Hello"}]`), 0o644)
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"role":"user"`), 0o644)
+	long := strings.Repeat("word ", 5000)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"empty prompt", []string{"--model", tiny, ""}, "empty"},
+		{"no prompt", []string{"--model", tiny}, "empty"},
+		{"prompt longer than the context", []string{"--model", tiny, long}, "context"},
+		{"max tokens 0", []string{"--model", tiny, "hi", "--max-tokens", "0"}, "--max-tokens 0"},
+		{"empty stop string", []string{"--model", tiny, "hi", "--stop", ""}, "stop string may not be empty"},
+		{"bad stop escape", []string{"--model", tiny, "hi", "--stop", `a\q`}, "unknown escape"},
+		{"no chat template", []string{"--model", noTemplate, "--messages", msgs}, "template"},
+		{"malformed messages", []string{"--model", tiny, "--messages", bad}, "bad.json"},
+		{"non-UTF-8 prompt", []string{"--model", tiny, "caf\xe9"}, "UTF-8"},
+		{"top-p over 1", []string{"--model", tiny, "hi", "--top-p", "1.5"}, "top_p"},
+		{"prompt and messages", []string{"--model", tiny, "hi", "--messages", msgs}, "not both"},
+		{"bad think budget", []string{"--model", tiny, "hi", "--think-budget", "lots"}, "--think-budget"},
+	}
+	for _, tc := range tests {
+		stdout, stderr, ok := runIn(t, "", append([]string{"run"}, tc.args...)...)
+		noCrash(t, stderr)
+		if ok || !strings.Contains(stderr, tc.want) || stdout != "" {
+			t.Errorf("%s: ok=%v stdout %q stderr %q, want an error mentioning %q", tc.name, ok, stdout, stderr, tc.want)
+		}
+	}
+}
+
+// TestRunClosedPipe: a reader that goes away (| head -c 5) ends the reply
+// cleanly: exit status 0, no crash, the summary printed.
+func TestRunClosedPipe(t *testing.T) {
+	cmd := exec.Command("sh", "-c", forgeBin+` run --model `+tiny+` "def fib(n):" --max-tokens 2000 --loop-guard 0 | head -c 5`)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil || len(out) != 5 {
+		t.Fatalf("err %v, stdout %q, stderr %s", err, out, errb.String())
+	}
+	noCrash(t, errb.String())
+	if !strings.Contains(errb.String(), "finish cancel") {
+		t.Fatalf("stderr %q", errb.String())
+	}
+}
+
+// TestChatKeepsState: a scripted chat reuses the conversation's state on
+// the second turn, /save writes the conversation (and never over a file),
+// /reset starts cold.
+func TestChatKeepsState(t *testing.T) {
+	dir := t.TempDir()
+	saved := filepath.Join(dir, "conv.json")
+	script := "Hello there\nTell me more\n/save " + saved + "\n/save " + saved + "\n/reset\nHello there\n"
+	in := filepath.Join(dir, "in.txt")
+	os.WriteFile(in, []byte(script), 0o644)
+	stdout, stderr, ok := runIn(t, in, "chat", "--model", tiny, "--max-tokens", "12", "--seed", "3")
+	noCrash(t, stderr)
+	if !ok {
+		t.Fatalf("stdout %q stderr %q", stdout, stderr)
+	}
+	var summaries []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "forge: prompt ") {
+			summaries = append(summaries, l)
+		}
+	}
+	if len(summaries) != 3 || !strings.Contains(summaries[0], "(0 cached)") || strings.Contains(summaries[1], "(0 cached)") || !strings.Contains(summaries[2], "(0 cached)") {
+		t.Fatalf("summaries %q", summaries)
+	}
+	var conv []map[string]string
+	data, err := os.ReadFile(saved)
+	if err != nil || json.Unmarshal(data, &conv) != nil || len(conv) != 4 || conv[0]["role"] != "user" || conv[1]["role"] != "assistant" || conv[2]["content"] != "Tell me more" {
+		t.Fatalf("saved %s (%v)", data, err)
+	}
+	if !strings.Contains(stderr, "already exists") || !strings.Contains(stderr, "conversation reset") {
+		t.Fatalf("stderr %q", stderr)
+	}
+	// The saved conversation continues with --messages.
+	r := runJSON(t, "--messages", saved, "--max-tokens", "4")
+	if len(r.Tokens) == 0 || r.Prompt < 10 {
+		t.Fatalf("continue: %+v", r)
+	}
+}
+
+// TestBenchJSON: forge bench reports positive speeds, the weights a
+// decode step reads and its share of the bandwidth measured in the run.
+func TestBenchJSON(t *testing.T) {
+	stdout, stderr, ok := runIn(t, "", "bench", "--model", tiny, "--prompt-tokens", "32", "--gen", "16", "--repeat", "2", "--json")
+	if !ok {
+		t.Fatalf("%s", stderr)
+	}
+	var r struct {
+		Prefill, Decode, BW, Pct, BPW float64
+		Weight                        int64
+		Runs                          []float64
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
+		t.Fatal(err, stdout)
+	}
+	for k, p := range map[string]any{"prefill_tps": &r.Prefill, "decode_tps": &r.Decode, "bandwidth_gbs": &r.BW,
+		"bandwidth_pct": &r.Pct, "bpw": &r.BPW, "weight_bytes": &r.Weight, "decode_runs_tps": &r.Runs} {
+		if err := json.Unmarshal(raw[k], p); err != nil {
+			t.Fatalf("field %s: %v in %s", k, err, stdout)
+		}
+	}
+	if r.Prefill <= 0 || r.Decode <= 0 || r.BW <= 0 || r.Pct <= 0 || r.BPW < 15 || r.BPW > 17 || r.Weight <= 0 || len(r.Runs) != 2 {
+		t.Fatalf("%+v", r)
+	}
+	table, stderr, ok := runIn(t, "", "bench", "--model", tiny, "--prompt-tokens", "32", "--gen", "16", "--repeat", "1")
+	if !ok || !strings.Contains(table, "pp32") || !strings.Contains(table, "tg16") || !strings.Contains(table, "% read bw") {
+		t.Fatalf("table %q %s", table, stderr)
+	}
+}

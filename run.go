@@ -1,0 +1,97 @@
+package forge
+
+import (
+	"context"
+
+	"forge/generate"
+	"forge/sample"
+)
+
+// RunConfig configures Run, one reply from a model.
+type RunConfig struct {
+	Model       string // checkpoint or bundle directory (with its tokenizer)
+	Prompt      Prompt
+	Sample      sample.Options
+	MaxTokens   int      // 0: up to the context
+	Stop        []string // stop strings
+	ThinkBudget int      // > 0: close the thinking after this many tokens (Prompt.Think only)
+	LoopGuard   int      // 0: generate.LoopReps; < 0: off
+}
+
+// RunReport is one reply and its measurements (`forge run --json`).
+type RunReport struct {
+	Text         string           `json:"text"`
+	Tokens       []int            `json:"tokens"`
+	Finish       string           `json:"finish_reason"`
+	LoopPeriod   int              `json:"loop_period,omitempty"`
+	ContextFull  bool             `json:"context_full,omitempty"`
+	ThinkClosed  bool             `json:"think_budget_closed,omitempty"`
+	PromptTokens int              `json:"prompt_tokens"`
+	CachedTokens int              `json:"cached_tokens"`
+	Generated    int              `json:"completion_tokens"`
+	PrefillTPS   float64          `json:"prefill_tps"`
+	DecodeTPS    float64          `json:"decode_tps"`
+	PrefillSec   float64          `json:"prefill_seconds"`
+	DecodeSec    float64          `json:"decode_seconds"`
+	Settings     RunSettings      `json:"settings"`
+	Metrics      generate.Metrics `json:"-"`
+}
+
+// RunSettings are the settings a reply was generated with (reproducible
+// with the same seed).
+type RunSettings struct {
+	Temperature float64  `json:"temperature"`
+	TopK        int      `json:"top_k"`
+	TopP        float64  `json:"top_p"`
+	MinP        float64  `json:"min_p"`
+	Presence    float64  `json:"presence_penalty"`
+	DRY         float64  `json:"dry_multiplier"`
+	DRYBase     float64  `json:"dry_base"`
+	DRYAllowed  int      `json:"dry_allowed_length"`
+	Seed        uint64   `json:"seed"`
+	MaxTokens   int      `json:"max_tokens"`
+	Stop        []string `json:"stop,omitempty"`
+	Think       bool     `json:"think"`
+	ThinkBudget int      `json:"think_budget,omitempty"`
+}
+
+// Run generates one reply to cfg.Prompt, handing its text to emit as it is
+// released (emit may be nil). An error of emit or a cancelled ctx ends the
+// reply early: Run then returns the partial report with that error.
+func Run(ctx context.Context, cfg RunConfig, emit func(string) error) (*RunReport, error) {
+	rt, err := OpenRuntime(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	ids, err := rt.Tokens(cfg.Prompt)
+	if err != nil {
+		return nil, err
+	}
+	return rt.Reply(ctx, ids, cfg, emit)
+}
+
+// Reply generates one reply to the prompt ids on the runtime's engine
+// (reusing its conversation state where the prompt extends it), with the
+// settings of cfg (its Model and Prompt are not used).
+func (r *Runtime) Reply(ctx context.Context, ids []int, cfg RunConfig, emit func(string) error) (*RunReport, error) {
+	res, err := r.Engine.Generate(ctx, generate.Request{
+		Prompt: ids, Sample: cfg.Sample, MaxTokens: cfg.MaxTokens, Stop: cfg.Stop,
+		ThinkBudget: cfg.ThinkBudget, LoopGuard: cfg.LoopGuard,
+	}, emit)
+	if res.Finish == "" {
+		return nil, err
+	}
+	mt := res.Metrics
+	s := cfg.Sample
+	return &RunReport{
+		Text: res.Text, Tokens: res.Tokens, Finish: string(res.Finish), LoopPeriod: mt.LoopPeriod,
+		ContextFull: mt.ContextFull, ThinkClosed: mt.ThinkInjected,
+		PromptTokens: mt.PromptTokens, CachedTokens: mt.CachedTokens, Generated: mt.GeneratedTokens,
+		PrefillTPS: mt.PrefillTPS(), DecodeTPS: mt.DecodeTPS(), PrefillSec: mt.PrefillSeconds, DecodeSec: mt.DecodeSeconds,
+		Metrics: mt,
+		Settings: RunSettings{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP,
+			Presence: s.Presence, DRY: s.DRY.Multiplier, DRYBase: s.DRY.Base, DRYAllowed: s.DRY.Allowed,
+			Seed: s.Seed, MaxTokens: cfg.MaxTokens, Stop: cfg.Stop, Think: cfg.Prompt.Think, ThinkBudget: cfg.ThinkBudget},
+	}, err
+}
