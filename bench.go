@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"time"
 
 	"forge/internal/membw"
+	"forge/source"
 )
 
 // Bench defaults: llama-bench's pp512 and tg128, three repetitions.
@@ -73,16 +75,15 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := OpenRuntime(cfg.Model)
+	m, src, err := source.Load(cfg.Model) // no tokenizer needed: the tests feed fixed ids
 	if err != nil {
 		return nil, err
 	}
-	defer rt.Close()
-	m := rt.Model
+	defer src.Close()
 	if c := m.Config().MaxContext; c > 0 && max(cfg.PromptTokens, cfg.Gen) > c {
 		return nil, fmt.Errorf("bench: %d tokens do not fit the context of %d", max(cfg.PromptTokens, cfg.Gen), c)
 	}
-	rep := &BenchReport{Model: rt.Name, Format: in.Format, Bytes: in.Bytes, Params: in.Params,
+	rep := &BenchReport{Model: filepath.Base(filepath.Clean(cfg.Model)), Format: in.Format, Bytes: in.Bytes, Params: in.Params,
 		WeightBytes: m.WeightBytes(), PromptTokens: cfg.PromptTokens, Gen: cfg.Gen, Repeat: cfg.Repeat}
 	if rep.Format == "" {
 		rep.Format = fmt.Sprint(in.DTypes)
@@ -90,7 +91,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	rep.BPW = 8 * float64(rep.Bytes) / float64(max(rep.Params, 1))
 	toks := make([]int, max(cfg.PromptTokens, cfg.Gen))
 	for i := range toks {
-		toks[i] = (i*7919 + 13) % rt.Tok.VocabSize()
+		toks[i] = (i*7919 + 13) % m.Config().Vocab
 	}
 	total, done := int64(2*(cfg.Repeat+1)), int64(0)
 	s := m.NewState()
