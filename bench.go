@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"forge/internal/membw"
+	"forge/model"
 	"forge/source"
 )
 
@@ -20,10 +21,11 @@ const (
 
 // BenchConfig configures Bench. Zero values are the defaults.
 type BenchConfig struct {
-	Model        string // checkpoint or bundle directory
-	PromptTokens int    // prefill test length (0: BenchDefaultPrompt)
-	Gen          int    // decode test length (0: BenchDefaultGen)
-	Repeat       int    // timed repetitions of each test after one warm-up (0: BenchDefaultRepeat)
+	Model        string   // checkpoint or bundle directory
+	PromptTokens int      // prefill test length (0: BenchDefaultPrompt)
+	Gen          int      // decode test length (0: BenchDefaultGen)
+	Repeat       int      // timed repetitions of each test after one warm-up (0: BenchDefaultRepeat)
+	KV           model.KV // the KV cache format
 	// Progress, if set, is called after each run with runs done and total.
 	Progress func(done, total int64)
 }
@@ -40,6 +42,7 @@ type BenchReport struct {
 	PromptTokens int       `json:"prompt_tokens"`
 	Gen          int       `json:"gen_tokens"`
 	Repeat       int       `json:"repeat"`
+	KV           string    `json:"kv"`
 	PrefillTPS   float64   `json:"prefill_tps"` // mean over repetitions
 	PrefillSD    float64   `json:"prefill_tps_sd"`
 	DecodeTPS    float64   `json:"decode_tps"`
@@ -84,7 +87,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		return nil, fmt.Errorf("bench: %d tokens do not fit the context of %d", max(cfg.PromptTokens, cfg.Gen), c)
 	}
 	rep := &BenchReport{Model: filepath.Base(filepath.Clean(cfg.Model)), Format: in.Format, Bytes: in.Bytes, Params: in.Params,
-		WeightBytes: m.WeightBytes(), PromptTokens: cfg.PromptTokens, Gen: cfg.Gen, Repeat: cfg.Repeat}
+		WeightBytes: m.WeightBytes(), PromptTokens: cfg.PromptTokens, Gen: cfg.Gen, Repeat: cfg.Repeat, KV: cfg.KV.String()}
 	if rep.Format == "" {
 		rep.Format = fmt.Sprint(in.DTypes)
 	}
@@ -94,7 +97,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		toks[i] = (i*7919 + 13) % m.Config().Vocab
 	}
 	total, done := int64(2*(cfg.Repeat+1)), int64(0)
-	s := m.NewState()
+	s := m.NewStateKV(cfg.KV)
 	s.Reserve(max(cfg.PromptTokens, cfg.Gen))
 	for r := 0; r <= cfg.Repeat; r++ {
 		s.Reset()

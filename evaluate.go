@@ -28,7 +28,8 @@ type EvalConfig struct {
 	// "5", "" = all) taken from Model (the seed's PARTS / QLAYERS; docs/quantization.md §4.1, §4.3).
 	Reference     string
 	Parts, Layers string
-	Overwrite     bool // replace existing output files that forge wrote
+	Overwrite     bool     // replace existing output files that forge wrote
+	KV            model.KV // the candidate's KV cache format
 	// Progress, if set, is called with tokens done and total.
 	Progress func(done, total int64)
 	// Log, if set, receives warnings (a candidate made from another
@@ -69,12 +70,15 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (*eval.Report, error) {
 		cfg.Log(fmt.Sprintf("warning: %s was not made from the trace's reference %s (fingerprint %.12s…, the trace's %.12s…)",
 			cfg.Model, tr.Meta.Model, c.sourceFP, tr.Meta.Fingerprint))
 	}
-	res, err := eval.Score(ctx, c.m, tr, eval.ScoreOptions{Progress: cfg.Progress})
+	res, err := eval.Score(ctx, c.m, tr, eval.ScoreOptions{Progress: cfg.Progress, KV: cfg.KV})
 	if err != nil {
 		return nil, err
 	}
 	rep := eval.Summarize(res)
 	rep.Trace, rep.Model, rep.Bytes = cfg.Trace, cfg.Model, c.bytes
+	if cfg.KV != model.KVFloat32 {
+		rep.KV = cfg.KV.String()
+	}
 	if cfg.Reference != "" {
 		rep.Reference, rep.Parts, rep.Layers = cfg.Reference, cfg.Parts, cfg.Layers
 	}

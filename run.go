@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"forge/generate"
+	"forge/model"
 	"forge/sample"
 )
 
@@ -16,6 +17,7 @@ type RunConfig struct {
 	Stop        []string // stop strings
 	ThinkBudget int      // > 0: close the thinking after this many tokens (Prompt.Think only)
 	LoopGuard   int      // 0: generate.LoopReps; < 0: off
+	KV          model.KV // the KV cache format (Run only; a Runtime has its own)
 }
 
 // RunReport is one reply and its measurements (`forge run --json`).
@@ -59,7 +61,7 @@ type RunSettings struct {
 // released (emit may be nil). An error of emit or a cancelled ctx ends the
 // reply early: Run then returns the partial report with that error.
 func Run(ctx context.Context, cfg RunConfig, emit func(string) error) (*RunReport, error) {
-	rt, err := OpenRuntime(cfg.Model)
+	rt, err := OpenRuntime(cfg.Model, cfg.KV)
 	if err != nil {
 		return nil, err
 	}

@@ -50,8 +50,10 @@ type Report struct {
 	// --reference): the reference model with only those parts of those
 	// layers taken from Model.
 	Reference string `json:"reference,omitempty"`
-	Parts     string `json:"parts,omitempty"`
-	Layers    string `json:"layers,omitempty"`
+	// KV is the candidate's KV cache format when it is not f32.
+	KV     string `json:"kv,omitempty"`
+	Parts  string `json:"parts,omitempty"`
+	Layers string `json:"layers,omitempty"`
 
 	Tokens          int     `json:"tokens"` // tokens the candidate ran over
 	Seconds         float64 `json:"seconds"`
@@ -174,6 +176,7 @@ func (r *Report) lines() [][2]string {
 		{"Δp p1 / p5 / median / p95 / p99", strings.Join([]string{pct(r.P1DeltaP), pct(r.P5DeltaP),
 			pct(r.MedianDeltaP), pct(r.P95DeltaP), pct(r.P99DeltaP)}, " / ")},
 		{"quantizable matrices", fmt.Sprintf("%s, %.3f bpw", units.BytesPrecise(r.Bytes), r.BPW)},
+		{"KV cache", kvName(r.KV)},
 		{"speed", fmt.Sprintf("%d tokens in %.1f s, %.0f tokens/s", r.Tokens, r.Seconds, r.TokensPerSecond)},
 	}
 }
@@ -196,3 +199,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 
 // WriteMarkdown writes the report as a Markdown table.
 func (r *Report) WriteMarkdown(w io.Writer) error { return r.table().WriteMarkdown(w) }
+
+// kvName is the KV cache line of a report.
+func kvName(kv string) string {
+	if kv == "" {
+		return "f32"
+	}
+	return kv
+}

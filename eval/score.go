@@ -34,6 +34,9 @@ type Result struct {
 type ScoreOptions struct {
 	// Progress, if set, is called with tokens done and total.
 	Progress func(done, total int64)
+	// KV is the candidate's KV cache format (model.KVInt8 measures what
+	// the int8 cache costs against the trace).
+	KV model.KV
 }
 
 // Score runs the candidate m over the trace's token rows, each from an
@@ -57,7 +60,7 @@ func Score(ctx context.Context, m *model.Model, tr *Trace, opt ScoreOptions) (*R
 		total += int64(T)
 	}
 	start := time.Now()
-	st := m.NewState()
+	st := m.NewStateKV(opt.KV)
 	off := 0
 	for r := range tr.lens {
 		if err := ctx.Err(); err != nil {

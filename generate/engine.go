@@ -95,7 +95,8 @@ type Result struct {
 
 // Options configure an Engine; the zero value is the default.
 type Options struct {
-	Chunk int // prefill chunk (0: model.DefaultChunk)
+	Chunk int      // prefill chunk (0: model.DefaultChunk)
+	KV    model.KV // the State's KV cache format
 }
 
 // Engine generates replies from one Model for one conversation at a time:
@@ -116,7 +117,7 @@ type Engine struct {
 
 // New returns an Engine for m, whose tokenizer is tok.
 func New(m *model.Model, tok *tokenizer.Tokenizer, o Options) *Engine {
-	e := &Engine{m: m, tok: tok, opts: o, s: m.NewState(), turnID: -1}
+	e := &Engine{m: m, tok: tok, opts: o, s: m.NewStateKV(o.KV), turnID: -1}
 	vocab := m.Config().Vocab
 	e.breakers = sample.NewBreakers(vocab, func(id int) string {
 		s, _ := tok.Decode([]int{id})

@@ -45,8 +45,12 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 			m.rope.apply(kh, cos, sin)
 		}
 	}
-	ls.k = append(ls.k, sc.kp.Data...)
-	ls.v = append(ls.v, sc.vp.Data...)
+	if s.kv == KVInt8 {
+		ls.q.append(sc.kp.Data, sc.vp.Data, hkv, D)
+	} else {
+		ls.k = append(ls.k, sc.kp.Data...)
+		ls.v = append(ls.v, sc.vp.Data...)
+	}
 	s.observeLayer(li, "self_attn.q_rope", &sc.q)
 	s.observeLayer(li, "self_attn.k_rope", &sc.kp)
 	s.observeLayer(li, "self_attn.v", &sc.vp)
@@ -85,7 +89,12 @@ func (a *attention) attend(c *Config, pos int, ls *layerState, sc *scratch, t, h
 		w := scores[:n]
 		mx := float32(math.Inf(-1))
 		for tau := range n {
-			v := dot(q, ls.k[tau*kvw+off:tau*kvw+off+D]) * scale
+			var v float32
+			if ls.q.k == nil {
+				v = dot(q, ls.k[tau*kvw+off:tau*kvw+off+D]) * scale
+			} else {
+				v = dotF16(q, ls.q.k[tau*kvw+off:tau*kvw+off+D]) * scale
+			}
 			w[tau] = v
 			mx = max(mx, v)
 		}
@@ -98,6 +107,13 @@ func (a *attention) attend(c *Config, pos int, ls *layerState, sc *scratch, t, h
 		o := sc.att.Row(t)[h*D : (h+1)*D]
 		clear(o)
 		inv := float32(1 / sum)
+		if ls.q.v != nil {
+			hk := h / rq
+			for tau := range n {
+				axpyInt8(o, w[tau]*inv*ls.q.vs[tau*c.KVHeads+hk], ls.q.v[tau*kvw+off:tau*kvw+off+D])
+			}
+			continue
+		}
 		for tau := range n {
 			axpy(o, w[tau]*inv, ls.v[tau*kvw+off:tau*kvw+off+D])
 		}

@@ -21,6 +21,7 @@ type State struct {
 	cfg    *Config
 	pos    int
 	broken bool // a ForwardContext call was cancelled midway: Reset or Rewind first
+	kv     KV   // how attention layers store keys and values
 	layers []layerState
 	marks  []*snapshot // live marks, oldest first
 	free   []*snapshot // recycled snapshots (Mark does not allocate in steady state)
@@ -36,7 +37,8 @@ type State struct {
 type layerState struct {
 	conv []float32 // [K−1][convDim] raw pre-conv rows, oldest first (DeltaNet)
 	rec  []float32 // [Hv][dk][dv] recurrent state S (DeltaNet)
-	k, v []float32 // [pos][Hkv·D] token-major KV cache (attention)
+	k, v []float32 // [pos][Hkv·D] token-major KV cache (attention, KVFloat32)
+	q    kvInt8    // the cache in the KVInt8 format
 }
 
 type snapshot struct {
@@ -87,6 +89,10 @@ func (s *State) Reserve(n int) {
 	for i, k := range s.cfg.Layers {
 		if k == Attention {
 			ls := &s.layers[i]
+			if s.kv == KVInt8 {
+				ls.q.grow(n, s.cfg.KVHeads, s.cfg.HeadDim)
+				continue
+			}
 			ls.k = slices.Grow(ls.k, n*kv)
 			ls.v = slices.Grow(ls.v, n*kv)
 		}
@@ -129,6 +135,8 @@ func (s *State) Rewind(m Mark) {
 		if ls.rec != nil {
 			copy(ls.conv, m.snap.conv[i])
 			copy(ls.rec, m.snap.rec[i])
+		} else if s.kv == KVInt8 {
+			ls.q.truncate(m.pos, s.cfg.KVHeads, s.cfg.HeadDim)
 		} else {
 			ls.k = ls.k[:m.pos*kv]
 			ls.v = ls.v[:m.pos*kv]
@@ -157,6 +165,7 @@ func (s *State) Reset() {
 		clear(ls.conv)
 		clear(ls.rec)
 		ls.k, ls.v = ls.k[:0], ls.v[:0]
+		ls.q.truncate(0, 0, 0)
 	}
 	s.broken = false
 	s.pos = 0
@@ -185,13 +194,24 @@ func (s *State) DeltaNetState(li int) (conv, rec []float32) {
 }
 
 // KVCacheHeads returns a copy of attention layer li's key (or value) cache
-// as [Hkv][pos][D], the layout of the reference's cache.
+// as [Hkv][pos][D], the layout of the reference's cache (KVInt8: widened
+// and scaled back to fp32).
 func (s *State) KVCacheHeads(li int, keys bool) []float32 {
+	hkv, D := s.cfg.KVHeads, s.cfg.HeadDim
 	src := s.layers[li].v
 	if keys {
 		src = s.layers[li].k
 	}
-	hkv, D := s.cfg.KVHeads, s.cfg.HeadDim
+	if q := &s.layers[li].q; s.kv == KVInt8 {
+		src = make([]float32, len(q.k))
+		if keys {
+			tensor.F16ToF32Slice(src, q.k)
+		} else {
+			for i, v := range q.v {
+				src[i] = float32(v) * q.vs[i/D]
+			}
+		}
+	}
 	out := make([]float32, len(src))
 	for t := range s.pos {
 		for h := range hkv {

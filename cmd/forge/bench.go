@@ -9,6 +9,7 @@ import (
 	"forge/internal/progress"
 	"forge/internal/table"
 	"forge/internal/units"
+	"forge/model"
 )
 
 // BenchCmd is `forge bench`.
@@ -17,6 +18,7 @@ type BenchCmd struct {
 	PromptTokens int    `name:"prompt-tokens" default:"${bench_prompt}" help:"Prefill test length (ppN)."`
 	Gen          int    `default:"${bench_gen}" help:"Decode test length (tgN)."`
 	Repeat       int    `default:"${bench_repeat}" help:"Timed repetitions of each test (after one warm-up)."`
+	KV           string `name:"kv" default:"f32" enum:"f32,int8" help:"KV cache: f32 or int8."`
 	JSON         bool   `name:"json" help:"Print JSON."`
 }
 
@@ -24,7 +26,8 @@ func (c *BenchCmd) Run(ctx context.Context) error {
 	if err := positive("--prompt-tokens", c.PromptTokens, "--gen", c.Gen, "--repeat", c.Repeat); err != nil {
 		return err
 	}
-	rep, err := forge.Bench(ctx, forge.BenchConfig{Model: c.Model, PromptTokens: c.PromptTokens, Gen: c.Gen,
+	kv, _ := model.ParseKV(c.KV) // kong checked the enum
+	rep, err := forge.Bench(ctx, forge.BenchConfig{Model: c.Model, PromptTokens: c.PromptTokens, Gen: c.Gen, KV: kv,
 		Repeat: c.Repeat, Progress: progress.New("bench", false).Set})
 	if err != nil {
 		return err

@@ -44,7 +44,7 @@ func (c *ChatCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rt, err := forge.OpenRuntime(c.Model)
+	rt, err := forge.OpenRuntime(c.Model, cfg.KV)
 	if err != nil {
 		return err
 	}

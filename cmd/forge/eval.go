@@ -8,6 +8,7 @@ import (
 
 	"forge"
 	"forge/internal/progress"
+	"forge/model"
 )
 
 // EvalGroup is `forge eval`: scoring (the default), ablations, the
@@ -38,6 +39,7 @@ type reportFlags struct {
 	KLOut     string `name:"kl-out" placeholder:"KL.npy" help:"Write the per-position KL as a float32 .npy."`
 	Markdown  string `placeholder:"OUT.md" help:"Also write the report as a Markdown table."`
 	Overwrite bool   `help:"Replace existing report files that forge wrote."`
+	KV        string `name:"kv" default:"f32" enum:"f32,int8" help:"The candidate's KV cache: f32, or int8 (keys fp16, values int8 with a scale per token and head) to measure what it costs."`
 }
 
 // EvalCmd is `forge eval --trace T --model M`.
@@ -68,6 +70,7 @@ func (c *AblationCmd) Run(ctx context.Context) error {
 
 func evaluate(ctx context.Context, cfg forge.EvalConfig, out reportFlags) error {
 	cfg.JSON, cfg.KLOut, cfg.Markdown, cfg.Overwrite = out.JSON, out.KLOut, out.Markdown, out.Overwrite
+	cfg.KV, _ = model.ParseKV(out.KV) // kong checked the enum
 	cfg.Progress = progress.New("eval", false).Set
 	cfg.Log = func(line string) { fmt.Fprintln(os.Stderr, line) }
 	rep, err := forge.Evaluate(ctx, cfg)

@@ -14,6 +14,7 @@ import (
 	"forge"
 	"forge/generate"
 	"forge/internal/budget"
+	"forge/model"
 	"forge/sample"
 )
 
@@ -35,6 +36,7 @@ type GenFlags struct {
 	Think       bool     `negatable:"" help:"Let the model think first (chat template's enable_thinking; --messages and chat only)."`
 	ThinkBudget string   `name:"think-budget" default:"auto" placeholder:"N|auto|off" help:"With --think: close the thinking after N tokens (auto: min(${think_budget}, max(max-tokens − 4096, max-tokens/2)))."`
 	LoopGuard   int      `name:"loop-guard" default:"${loop_reps}" help:"End a reply whose last tokens repeat this many times with a period of 4–256 tokens (0: off)."`
+	KV          string   `name:"kv" default:"f32" enum:"f32,int8" help:"KV cache: f32, or int8 (keys fp16, values int8 with a scale per token and head; forge eval --kv int8 measures its cost)."`
 }
 
 // config maps the flags onto a forge.RunConfig (the prompt aside).
@@ -66,6 +68,7 @@ func (f *GenFlags) config() (forge.RunConfig, error) {
 		return forge.RunConfig{}, err
 	}
 	cfg := forge.RunConfig{Sample: s, MaxTokens: f.MaxTokens, LoopGuard: f.LoopGuard}
+	cfg.KV, _ = model.ParseKV(f.KV) // kong checked the enum
 	if f.LoopGuard == 0 {
 		cfg.LoopGuard = -1
 	}

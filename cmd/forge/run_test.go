@@ -208,3 +208,33 @@ func TestBenchJSON(t *testing.T) {
 		t.Fatalf("table %q %s", table, stderr)
 	}
 }
+
+// TestEvalKVInt8: scoring the trace's own reference measures only the KV
+// cache: with the f32 cache the KL is 0 (the same computation), with the
+// int8 cache it is positive and small, and the report says which cache.
+func TestEvalKVInt8(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "ref.trace")
+	if _, stderr, ok := runIn(t, "", "trace", "--model", tiny, "--data", filepath.Join("..", "..", "data", "prose-heldout.txt:2"), "--ctx", "256", "--out", tr); !ok {
+		t.Fatal(stderr)
+	}
+	kl := map[string]float64{}
+	for _, kv := range []string{"f32", "int8"} {
+		out := filepath.Join(dir, kv+".json")
+		if _, stderr, ok := runIn(t, "", "eval", "--trace", tr, "--model", tiny, "--kv", kv, "--json", out); !ok {
+			t.Fatal(stderr)
+		}
+		var r struct {
+			MeanKL float64 `json:"mean_kl"`
+			KV     string  `json:"kv"`
+		}
+		data, _ := os.ReadFile(out)
+		if err := json.Unmarshal(data, &r); err != nil || (kv == "int8") != (r.KV == "int8") {
+			t.Fatalf("%s: %v %s", kv, err, data)
+		}
+		kl[kv] = r.MeanKL
+	}
+	if kl["f32"] > 1e-9 || kl["int8"] <= 1e-7 || kl["int8"] > 0.01 {
+		t.Fatalf("mean KL f32 %g, int8 %g", kl["f32"], kl["int8"])
+	}
+}
