@@ -100,6 +100,9 @@ func (q *quantizer) assemble(items []bundle.Item, fp string, record []byte) erro
 	if err := json.Unmarshal(record, &rec); err != nil {
 		return err
 	}
+	if q.evalTrace != nil {
+		rec["eval_trace"] = q.evalTrace // not in the work record: resuming does not depend on it
+	}
 	format := ""
 	if q.r.Format != nil {
 		format = q.r.Format.String()
