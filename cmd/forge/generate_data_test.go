@@ -118,6 +118,7 @@ func TestGeneratedData(t *testing.T) {
 	mustRun(t, "trace", "--data", filepath.Join(repoData, "prose-heldout.txt")+":4", "--model", tiny, "--out", prose, "--ctx", "64")
 	mustRun(t, "quantize", "--model", tiny, "--out", q, "--plan", plan, "--method", "gptq", "--calib", a+":12", "--ctx", "64", "--eval-trace", prose)
 	checkManifestTrace(t, q, prose)
+	mustRun(t, "inspect", "--model", q) // the manifest with the trace recorded still verifies
 	if msg, err := quantize(filepath.Join(dir, "q2"), filepath.Join(repoData, "code-train-sample.txt")+":4", prose); err != nil {
 		t.Errorf("code training text against held-out prose was refused: %v\n%s", err, msg)
 	}
