@@ -162,9 +162,14 @@ func TestGenerateRowsErrors(t *testing.T) {
 			}
 		})
 	}
+	_, err := forge.Trace(context.Background(), forge.TraceConfig{Model: tinyDir, Data: []string{examplePrompts},
+		Generate: examplePrompts, Out: filepath.Join(dir, "t.trace")})
+	if err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("a trace of data and generated answers: %v", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := forge.GenerateRows(ctx, forge.GenerateRowsConfig{Model: tinyDir, Prompts: examplePrompts, Seq: 64})
+	_, err = forge.GenerateRows(ctx, forge.GenerateRowsConfig{Model: tinyDir, Prompts: examplePrompts, Seq: 64})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
