@@ -1,8 +1,9 @@
 // Package forge is the API of the forge tool: each job is one short
 // function with a config struct whose zero values are the defaults —
-// Inspect, Logits, Synth, Dequantize (models); Quantize, SNR (quantize);
-// Trace, Evaluate, Compare, TraceLCPP, EvalLCPP, PPL (evaluate); Run, Bench
-// and OpenRuntime, a model ready to generate (run) — reading
+// Inspect, Logits, Synth, Dequantize (models); Quantize, SNR, GenerateRows,
+// CalibGenerate (quantize, generated data); Trace, Evaluate, Compare,
+// TraceLCPP, EvalLCPP, PPL (evaluate); Run, Bench and OpenRuntime, a model
+// ready to generate (run) — reading
 // top to bottom over the packages below (docs/architecture.md). Every job
 // checks its outputs against its inputs before any work (outputs.go), and
 // cmd/forge maps flags onto the configs; no flag name appears here.

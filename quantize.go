@@ -28,8 +28,12 @@ type QuantizeConfig struct {
 	// 1000 + layer before gate/up, 2000 + layer before down).
 	Hadamard bool
 	Calib    []string // calibration sources "FILE:ROWS" (package calib)
-	Seq      int      // tokens per calibration row (0: 1024)
-	HoldOut  int      // calibration rows held out for SNRs (0: max(1, rows/12))
+	// EvalTrace is a trace (forge trace) the bundle is to be evaluated on:
+	// calibration rows that overlap its rows are refused before any work
+	// (checkEvalTrace), and the trace is recorded in the manifest.
+	EvalTrace string
+	Seq       int // tokens per calibration row (0: 1024)
+	HoldOut   int // calibration rows held out for SNRs (0: max(1, rows/12))
 	// LowRankRank > 0 adds a rank-r correction of the quantization error to
 	// the matrices of LowRankParts (default gdn,attn,kv); LowRankWeighted
 	// fits it weighted by the calibration Hessian.
@@ -74,6 +78,11 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 	var set *corpus.Set
 	if r.NeedsCalib() {
 		if set, err = loadCalib(cfg); err != nil {
+			return err
+		}
+	}
+	if cfg.EvalTrace != "" {
+		if q.evalTrace, err = checkEvalTrace(cfg.EvalTrace, set); err != nil {
 			return err
 		}
 	}
@@ -167,7 +176,7 @@ func (e *WorkKeptError) Unwrap() error { return e.Err }
 // existing output that is not a forge bundle or that Overwrite does not
 // allow replacing.
 func checkQuantizePaths(cfg QuantizeConfig) error {
-	inputs := append([]string{cfg.Model, cfg.Plan}, dataPaths(cfg.Calib)...)
+	inputs := append([]string{cfg.Model, cfg.Plan, cfg.EvalTrace}, dataPaths(cfg.Calib)...)
 	out := filepath.Clean(cfg.Out)
 	for _, p := range []string{bundle.WorkPath(out), out + ".partial"} {
 		if err := outpath.Disjoint([]string{p}, inputs); err != nil {

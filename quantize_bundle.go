@@ -100,6 +100,20 @@ func (q *quantizer) assemble(items []bundle.Item, fp string, record []byte) erro
 	if err := json.Unmarshal(record, &rec); err != nil {
 		return err
 	}
+	if q.evalTrace != nil {
+		// Not in the work record: resuming does not depend on it. As plain
+		// JSON values, so that the manifest's content hash (over its JSON)
+		// is the same when it is read back.
+		raw, err := json.Marshal(q.evalTrace)
+		if err != nil {
+			return err
+		}
+		var v map[string]any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		rec["eval_trace"] = v
+	}
 	format := ""
 	if q.r.Format != nil {
 		format = q.r.Format.String()

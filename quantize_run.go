@@ -26,6 +26,9 @@ type quantizer struct {
 	shape map[string][2]int     // their [out, in]
 	wd    *bundle.WorkDir
 	snr   map[string]*bundle.SNREntry
+	// evalTrace is the evaluation trace the calibration was checked
+	// against (nil: none given); the manifest records it.
+	evalTrace *evalTraceCheck
 }
 
 // runDirect quantizes every matrix from its weights alone (no calibration).

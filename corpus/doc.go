@@ -40,7 +40,17 @@
 //
 // A Recipe's JSON (field names options, vocab, sources, rows, tokens, fingerprint; a source's
 // path, kind, rows, available, sha256, tokens) is recorded in bundle manifests and trace
-// metadata; it is a file format and keeps these names.
+// metadata; it is a file format and keeps these names. Rows a model generated from a file of
+// prompts (package forge's GenerateRows) are recorded as one source of kind Generated, which
+// Load does not read.
+//
+// # Conversations and overlap
+//
+// ReadConversations reads a .jsonl file's conversations, checked as Load checks them, without
+// rendering them: the prompts that forge calib generate and forge trace --generate have a model
+// answer. Overlaps (overlap.go) finds the rows of two sets that share a window of w consecutive
+// tokens (OverlapWindow, 64, for forge quantize --eval-trace), leaving out windows that both
+// sets repeat in several rows.
 //
 // Errors name the file and the problem (the line for .jsonl and .json) and wrap one of
 // ErrSpec, ErrUnsupported, ErrFormat, ErrTooFewRows or ErrTokenRange.

@@ -78,6 +78,10 @@ const (
 	Chat Kind = "chat" // .jsonl: one OpenAI-style conversation per line, rendered, tokenized, cut
 	JSON Kind = "json" // .json: an array of arrays of token ids
 	NPY  Kind = "npy"  // .npy: a 2-D integer array of token ids
+	// Generated names, in a Recipe, rows a model generated from a .jsonl file of prompts
+	// (forge calib generate, forge trace --generate): each prompt followed by the model's
+	// answer. Load does not read it; no extension maps to it.
+	Generated Kind = "generated"
 )
 
 // extensions maps each accepted extension (compared lower-cased) to its kind.

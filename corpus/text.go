@@ -2,9 +2,12 @@ package corpus
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 
 	"forge/tokenizer"
 )
@@ -47,18 +50,39 @@ func textStream(data []byte, tok *tokenizer.Tokenizer, sep int) []int {
 	return stream
 }
 
-// conversation is one line of a .jsonl chat source; other keys (such as "source") are ignored.
-type conversation struct {
+// Conversation is one line of a .jsonl chat source, checked: {"messages": [...], "tools"?:
+// [...]} with at least one message, every message an object with a "role" string, and
+// "tools", when present and not null, a list. Other keys of the line (such as "source") are
+// ignored.
+type Conversation struct {
+	Line     int             // 1-based line of the file
 	Messages json.RawMessage `json:"messages"`
-	Tools    json.RawMessage `json:"tools"`
+	Tools    json.RawMessage `json:"tools"` // nil when absent or null
 }
 
-// chatStream returns the token stream of a .jsonl file: each non-blank line a conversation
-// {"messages": [...], "tools"?: [...]}, rendered by tok.Chat with its tools, ParseArguments and
-// no generation prompt, encoded with tok.Encode (special tokens such as <|im_start|> in the
-// rendering become their ids), and the conversations joined by sep. Errors name the line.
-func chatStream(path string, data []byte, tok *tokenizer.Tokenizer, sep int) ([]int, error) {
-	var stream []int
+// ReadConversations reads a .jsonl chat file as Load does (one conversation per non-blank
+// line, checked as Conversation documents) and returns its conversations in file order and
+// the hex SHA-256 of its bytes. Errors name the file and the line and wrap ErrFormat (or
+// ErrTooFewRows for a file without conversations).
+func ReadConversations(path string) ([]Conversation, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	convs, err := parseConversations(path, data)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(convs) == 0 {
+		return nil, "", fmt.Errorf("%s: no conversations: %w", path, ErrTooFewRows)
+	}
+	sum := sha256.Sum256(data)
+	return convs, hex.EncodeToString(sum[:]), nil
+}
+
+// parseConversations parses every non-blank line of a .jsonl file. Errors name the line.
+func parseConversations(path string, data []byte) ([]Conversation, error) {
+	var out []Conversation
 	for n, pos := 1, 0; pos < len(data); n++ {
 		end := len(data)
 		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
@@ -69,9 +93,33 @@ func chatStream(path string, data []byte, tok *tokenizer.Tokenizer, sep int) ([]
 		if len(line) == 0 {
 			continue
 		}
-		text, err := renderLine(line, tok)
+		c, err := parseConversation(line)
 		if err != nil {
 			return nil, fmt.Errorf("%s: line %d: %w", path, n, err)
+		}
+		c.Line = n
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// chatStream returns the token stream of a .jsonl file: each non-blank line a conversation
+// {"messages": [...], "tools"?: [...]}, rendered by tok.Chat with its tools, ParseArguments and
+// no generation prompt, encoded with tok.Encode (special tokens such as <|im_start|> in the
+// rendering become their ids), and the conversations joined by sep. Errors name the line.
+func chatStream(path string, data []byte, tok *tokenizer.Tokenizer, sep int) ([]int, error) {
+	convs, err := parseConversations(path, data)
+	if err != nil {
+		return nil, err
+	}
+	var stream []int
+	for _, c := range convs {
+		text, err := tok.Chat(c.Messages, tokenizer.ChatOptions{Tools: c.Tools, ParseArguments: true})
+		if err != nil {
+			if errors.Is(err, tokenizer.ErrNoTemplate) {
+				return nil, fmt.Errorf("%s: line %d: render: %w", path, c.Line, err)
+			}
+			return nil, fmt.Errorf("%s: line %d: render: %v: %w", path, c.Line, err, ErrFormat)
 		}
 		if len(stream) > 0 {
 			stream = append(stream, sep)
@@ -81,44 +129,37 @@ func chatStream(path string, data []byte, tok *tokenizer.Tokenizer, sep int) ([]
 	return stream, nil
 }
 
-// renderLine checks one conversation line and renders it with the chat template.
-func renderLine(line []byte, tok *tokenizer.Tokenizer) (string, error) {
-	var c conversation
+// parseConversation checks one conversation line.
+func parseConversation(line []byte) (Conversation, error) {
+	var c Conversation
 	if err := json.Unmarshal(line, &c); err != nil {
-		return "", fmt.Errorf("not a JSON object with \"messages\": %v: %w", err, ErrFormat)
+		return c, fmt.Errorf("not a JSON object with \"messages\": %v: %w", err, ErrFormat)
 	}
 	var msgs []map[string]json.RawMessage
 	if isNull(c.Messages) {
-		return "", fmt.Errorf("no \"messages\": %w", ErrFormat)
+		return c, fmt.Errorf("no \"messages\": %w", ErrFormat)
 	}
 	if err := json.Unmarshal(c.Messages, &msgs); err != nil {
-		return "", fmt.Errorf("\"messages\" is not a list of objects: %v: %w", err, ErrFormat)
+		return c, fmt.Errorf("\"messages\" is not a list of objects: %v: %w", err, ErrFormat)
 	}
 	if len(msgs) == 0 {
-		return "", fmt.Errorf("\"messages\" is empty: %w", ErrFormat)
+		return c, fmt.Errorf("\"messages\" is empty: %w", ErrFormat)
 	}
 	for i, m := range msgs {
 		var role string
 		if err := json.Unmarshal(m["role"], &role); err != nil || role == "" {
-			return "", fmt.Errorf("message %d: no \"role\" string: %w", i, ErrFormat)
+			return c, fmt.Errorf("message %d: no \"role\" string: %w", i, ErrFormat)
 		}
 	}
-	var tools json.RawMessage
-	if !isNull(c.Tools) {
+	if isNull(c.Tools) {
+		c.Tools = nil
+	} else {
 		var list []json.RawMessage
 		if err := json.Unmarshal(c.Tools, &list); err != nil {
-			return "", fmt.Errorf("\"tools\" is not a list: %v: %w", err, ErrFormat)
+			return c, fmt.Errorf("\"tools\" is not a list: %v: %w", err, ErrFormat)
 		}
-		tools = c.Tools
 	}
-	text, err := tok.Chat(c.Messages, tokenizer.ChatOptions{Tools: tools, ParseArguments: true})
-	if err != nil {
-		if errors.Is(err, tokenizer.ErrNoTemplate) {
-			return "", fmt.Errorf("render: %w", err)
-		}
-		return "", fmt.Errorf("render: %v: %w", err, ErrFormat)
-	}
-	return text, nil
+	return c, nil
 }
 
 // isNull reports whether raw is absent or the JSON null.

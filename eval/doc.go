@@ -69,7 +69,9 @@
 // source.Fingerprint gives them), vocab, topk, seq, rows, positions,
 // definition ("full" or "top-K+tail") and data (the
 // corpus.Recipe of the rows as JSON: sources, their SHA-256s, options, the
-// rows' fingerprint; the rows are the sources' rows in source order).
+// rows' fingerprint; the rows are the sources' rows in source order; rows
+// the reference generated, forge trace --generate, add "generation": the
+// prompts file, its SHA-256 and the sampling settings and seed).
 // OpenTrace refuses a file that is truncated, lacks any of these, has a
 // layout version other than 1 or 2, or whose tensors do not match the
 // layout exactly; Score refuses a damaged row (ErrChecksum), a candidate

@@ -37,6 +37,7 @@ type cli struct {
 	Bench      BenchCmd         `cmd:"" group:"Run" help:"Measure prefill and decode speed (llama-bench's pp/tg tests) against this machine's read bandwidth."`
 	Quantize   QuantizeCmd      `cmd:"" group:"Quantize" help:"Quantize a checkpoint into a bundle."`
 	SNR        SNRCmd           `cmd:"" name:"snr" group:"Quantize" help:"Weight SNR (dB) of matrices quantized to formats."`
+	Calib      CalibGroup       `cmd:"" group:"Quantize" help:"Make calibration data: forge calib generate (the model answers chat prompts; prompts and answers as .npy token rows)."`
 	Trace      TraceGroup       `cmd:"" group:"Evaluate" help:"Record a reference model's next-token distributions over a data set (or a llama.cpp-compatible base: forge trace lcpp)."`
 	Eval       EvalGroup        `cmd:"" group:"Evaluate" help:"Score a candidate against a reference trace (KL, top-1 agreement, perplexity, Δp); ablations, llama.cpp mode, comparisons."`
 	PPL        PPLCmd           `cmd:"" name:"ppl" group:"Evaluate" help:"Perplexity of a checkpoint or bundle on a text, in non-overlapping windows."`
@@ -117,6 +118,10 @@ func defaults() kong.Vars {
 		"bench_prompt":  strconv.Itoa(forge.BenchDefaultPrompt),
 		"bench_gen":     strconv.Itoa(forge.BenchDefaultGen),
 		"bench_repeat":  strconv.Itoa(forge.BenchDefaultRepeat),
+		"gen_tokens":    strconv.Itoa(forge.DefaultGenMaxTokens),
+		"gen_temp":      ftoa(forge.DefaultGenTemperature),
+		"gen_top_p":     ftoa(forge.DefaultGenTopP),
+		"gen_top_k":     strconv.Itoa(forge.DefaultGenTopK),
 	}
 }
 
@@ -196,6 +201,8 @@ func report(ctx context.Context, err error) int {
 		fmt.Fprintln(os.Stderr, "  forge only replaces its own outputs: choose another path, or move that one away yourself")
 	case errors.Is(err, budget.ErrTooLarge):
 		fmt.Fprintln(os.Stderr, "  this machine cannot hold it: choose smaller sizes")
+	case errors.Is(err, forge.ErrCalibOverlap):
+		fmt.Fprintln(os.Stderr, "  calibrate on other data than the bundle is evaluated on (or leave out --eval-trace)")
 	}
 	var kept *forge.WorkKeptError
 	if errors.As(err, &kept) {

@@ -19,6 +19,7 @@ type QuantizeCmd struct {
 	AW              bool     `name:"aw" help:"Activation-weighted codebooks: k-means weighted by diag(H) (needs --calib)."`
 	Hadamard        bool     `help:"Online block Hadamard rotation of the MLP inputs (seeds 1000+layer, 2000+layer)."`
 	Calib           []string `placeholder:"FILE:ROWS" help:"Calibration sources, comma-separated or repeated: .txt text, .jsonl chat, .json/.npy token rows; ROWS rows sampled with --seed."`
+	EvalTrace       string   `name:"eval-trace" type:"existingfile" placeholder:"TRACE" help:"The trace the bundle will be evaluated on: calibration rows that share a window of 64 tokens with its rows are refused before any work; recorded in the manifest."`
 	Ctx             int      `default:"${calib_ctx}" aliases:"seq" help:"Tokens per calibration row."`
 	HoldOut         int      `name:"holdout" help:"Calibration rows held out for the per-matrix SNR (default max(1, rows/12))."`
 	LowRankRank     int      `name:"lowrank-rank" help:"Rank of the low-rank correction of the quantization error (0: none)."`
@@ -38,7 +39,7 @@ func (c *QuantizeCmd) Run(ctx context.Context) error {
 	}
 	err := forge.Quantize(ctx, forge.QuantizeConfig{
 		Model: c.Model, Out: c.Out, Format: c.Format, Plan: c.Plan, Method: c.Method, AW: c.AW,
-		Hadamard: c.Hadamard, Calib: trimList(c.Calib), Seq: c.Ctx, HoldOut: c.HoldOut,
+		Hadamard: c.Hadamard, Calib: trimList(c.Calib), EvalTrace: c.EvalTrace, Seq: c.Ctx, HoldOut: c.HoldOut,
 		LowRankRank: c.LowRankRank, LowRankParts: trimList(c.LowRankParts), LowRankWeighted: c.LowRankWeighted,
 		Seed: c.Seed, Resume: c.Resume, Overwrite: c.Overwrite,
 		Progress: progress.New("quantize", false).Set,

@@ -33,5 +33,6 @@
 //
 // AppendHeader writes the preamble as numpy does (version 1.0, 2.0 when
 // the header needs more than 65535 bytes; data aligned to 64 bytes);
-// EncodeFloat32 and WriteFloat32 write a 1-D float32 array.
+// EncodeFloat32 and WriteFloat32 write a 1-D float32 array, EncodeInt64Rows
+// a 2-D int64 array of token rows.
 package npy

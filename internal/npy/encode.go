@@ -60,6 +60,27 @@ func EncodeFloat32(v []float64) []byte {
 	return out
 }
 
+// EncodeInt64Rows returns rows as an NPY file holding a 2-D C-order
+// little-endian int64 array ('<i8', shape (len(rows), len(rows[0]))): token
+// rows as numpy's int64 default and corpus read them. It panics unless
+// every row has the same length.
+func EncodeInt64Rows(rows [][]int) []byte {
+	cols := 0
+	if len(rows) > 0 {
+		cols = len(rows[0])
+	}
+	out := AppendHeader(make([]byte, 0, 128+8*cols*len(rows)), "<i8", false, int64(len(rows)), int64(cols))
+	for i, r := range rows {
+		if len(r) != cols {
+			panic(fmt.Sprintf("npy.EncodeInt64Rows: row %d has %d values, row 0 has %d", i, len(r), cols))
+		}
+		for _, v := range r {
+			out = binary.LittleEndian.AppendUint64(out, uint64(int64(v)))
+		}
+	}
+	return out
+}
+
 // WriteFloat32 writes EncodeFloat32(v) to path atomically
 // (durable.WriteFile); errors name the file.
 func WriteFloat32(path string, v []float64) error {

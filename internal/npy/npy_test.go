@@ -289,6 +289,32 @@ func TestEncodeFloat32(t *testing.T) {
 	}
 }
 
+// TestEncodeInt64Rows: a 2-D '<i8' C-order array of the rows, values
+// beyond 32 bits and negative ones kept, that Parse reads back.
+func TestEncodeInt64Rows(t *testing.T) {
+	rows := [][]int{{0, 1, -2}, {1 << 40, 4095, 7}}
+	a, err := Parse(EncodeInt64Rows(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Descr != "<i8" || a.Fortran || len(a.Shape) != 2 || a.Shape[0] != 2 || a.Shape[1] != 3 {
+		t.Fatalf("descr %q fortran %v shape %v", a.Descr, a.Fortran, a.Shape)
+	}
+	got, err := a.Ints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{0, 1, -2, 1 << 40, 4095, 7}; !slices.Equal(got, want) {
+		t.Fatalf("values %v, want %v", got, want)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("rows of different lengths did not panic")
+		}
+	}()
+	EncodeInt64Rows([][]int{{1, 2}, {3}})
+}
+
 // TestAppendHeader: headers of every length start the data at a multiple
 // of 64 bytes, match the hand-built encoding, and parse; one too long for
 // version 1.0 is written as 2.0.
