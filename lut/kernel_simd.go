@@ -103,6 +103,7 @@ func permuteX(dst, x []float32, P int) {
 	full := len(x) / bs
 	if P == 2 {
 		deinterleave(dst[:full*bs], x[:full*bs])
+		archsimd.ClearAVXUpperBits() // the scalar tail below would run in the slow dirty-upper state
 	} else {
 		for b := range full {
 			src, blk := x[b*bs:(b+1)*bs], dst[b*bs:(b+1)*bs]
