@@ -1,0 +1,17 @@
+//go:build !(goexperiment.simd && amd64)
+
+package model
+
+// Without GOEXPERIMENT=simd on amd64 there are no vector kernels: each
+// reports that it did nothing and the scalar loops of vec.go run.
+
+func swigluFast(g, up []float32) int                                            { return 0 }
+func siluFast(x []float32) int                                                  { return 0 }
+func mulSiluFast(o, z []float32) int                                            { return 0 }
+func mulSigmoidFast(o, g []float32) int                                         { return 0 }
+func mulAddFast(y, a, b []float32) int                                          { return 0 }
+func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool { return false }
+
+func attendHead(o, q, K, V []float32, n, stride, off int, scale float32, w []float32) bool {
+	return false
+}
