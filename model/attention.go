@@ -73,8 +73,9 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 const attParallel = 1 << 16
 
 // attendStep is attend for a decode step (one row, every query head), by
-// attendHead where this build has it. Query head h scores into its own
-// part of sc.scores (pos+32 floats, as attendHead needs).
+// attendScores and attendValues where this build has them. Query head h
+// scores into its own part of sc.scores (pos+32 floats, as attendScores
+// needs).
 func (a *attention) attendStep(c *Config, pos int, ls *layerState, sc *scratch) {
 	j := &sc.attJob
 	if j.run == nil {
@@ -103,11 +104,18 @@ func (j *attJob) heads(lo, hi int) {
 	D, kvw, ws := c.HeadDim, c.KVHeads*c.HeadDim, j.pos+32
 	scale := float32(1 / math.Sqrt(float64(D)))
 	rq := c.Heads / c.KVHeads
+	// Every head's scores, then every head's values: the heads of a KV
+	// head read its keys (then values) while they are still in L1.
 	for h := lo; h < hi; h++ {
-		q, o, w := sc.q.Row(0)[h*D:(h+1)*D], sc.att.Row(0)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
-		if !attendHead(o, q, j.ls.k, j.ls.v, j.pos+1, kvw, (h/rq)*D, scale, w) {
-			j.a.attend(c, j.pos, j.ls, sc, 0, h, h+1, w)
+		q, w := sc.q.Row(0)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
+		if !attendScores(w, q, j.ls.k, j.pos+1, kvw, (h/rq)*D, scale) {
+			j.a.attend(c, j.pos, j.ls, sc, 0, lo, hi, sc.scores[lo*ws:])
+			return
 		}
+	}
+	for h := lo; h < hi; h++ {
+		o, w := sc.att.Row(0)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
+		attendValues(o, w, j.ls.v, j.pos+1, kvw, (h/rq)*D)
 	}
 }
 

@@ -12,6 +12,8 @@ func mulSigmoidFast(o, g []float32) int                                         
 func mulAddFast(y, a, b []float32) int                                          { return 0 }
 func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool { return false }
 
-func attendHead(o, q, K, V []float32, n, stride, off int, scale float32, w []float32) bool {
-	return false
+func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool { return false }
+
+func attendValues(o, w, V []float32, n, stride, off int) {
+	panic("model: no vector kernels in this build")
 }

@@ -9,8 +9,9 @@ import (
 
 // AVX-512 twins of the elementwise loops (vec.go), the recurrent delta
 // rule step (deltaStep) and one attention head of a decode step
-// (attendHead). Each makes the scalar code's float32 operations in the
-// scalar code's order, lane by lane, except attendHead's dot products
+// (attendScores, attendValues). Each makes the scalar code's float32
+// operations in the scalar code's order, lane by lane, except the
+// attention's dot products
 // (see there), so results are bit for bit those of the scalar code. Each
 // ends with VZEROUPPER (tensor.ClearUpper explains why: the scalar code
 // that follows would otherwise run many times slower).
@@ -161,18 +162,18 @@ func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool 
 	return true
 }
 
-// attendHead is one query head of a decode step's attention (attend with
-// t = 0): softmax(q·Kᵀ/√D)·V over the n cached positions, K and V rows
-// at stride floats from offset off, into o [D]; w holds the scores and
-// must have room for n rounded up to a multiple of 16, plus 16. The
-// softmax and the weighted sum of V are attend's operations in attend's
-// order; the dot products q·k are summed in 16 lanes with FMA and then
-// across lanes (not attend's four partial sums), so scores differ from
-// attend's by float32 rounding. No scalar float code runs between vector
-// code (it would run in the slow dirty-upper state): each score leaves
-// its vector as a 4-float store, and the maximum is taken by permutes. It
-// needs D a multiple of 64 and reports whether it ran.
-func attendHead(o, q, K, V []float32, n, stride, off int, scale float32, w []float32) bool {
+// attendScores is the softmax of one query head of a decode step's
+// attention (attend with t = 0): w[τ] = softmax(q·k_τ·scale) over the n
+// cached keys, K rows at stride floats from offset off. w must have room
+// for n rounded up to a multiple of 16, plus 16. The softmax is attend's
+// operations in attend's order; the dot products q·k are summed in 16
+// lanes with FMA and then across lanes (not attend's four partial sums),
+// so scores differ from attend's by float32 rounding. No scalar float
+// code runs between vector code (it would run in the slow dirty-upper
+// state): each score leaves its vector as a 4-float store, and the
+// maximum is taken by permutes. It needs D = len(q) a multiple of 64 and
+// reports whether it ran.
+func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool {
 	D, nw := len(q), (n+15)&^15
 	if !vecReady || D%64 != 0 || len(w) < nw+16 {
 		return false
@@ -219,6 +220,15 @@ func attendHead(o, q, K, V []float32, n, stride, off int, scale float32, w []flo
 	for t0 := 0; t0 < nw; t0 += 16 {
 		st16(w[t0:], ld16(w[t0:]).Mul(inv))
 	}
+	archsimd.ClearAVXUpperBits()
+	return true
+}
+
+// attendValues sets o [D] to Σ_τ w[τ]·v_τ over the n cached values, V
+// rows at stride floats from offset off: attend's weighted sum in
+// attend's order. It needs D a multiple of 64 (attendScores ran).
+func attendValues(o, w, V []float32, n, stride, off int) {
+	D := len(o)
 	for c := 0; c < D; c += 64 {
 		var o0, o1, o2, o3 f32x16
 		for tau, e := range w[:n] {
@@ -234,10 +244,9 @@ func attendHead(o, q, K, V []float32, n, stride, off int, scale float32, w []flo
 		st16(o[c+48:], o3)
 	}
 	archsimd.ClearAVXUpperBits()
-	return true
 }
 
-// maxIdx are the lane permutations of attendHead's maximum: swap halves,
+// maxIdx are the lane permutations of attendScores' maximum: swap halves,
 // quarters, pairs, neighbours.
 var maxIdx = [4]*[16]uint32{
 	{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7},

@@ -96,12 +96,12 @@ func TestDeltaStepTwins(t *testing.T) {
 	}
 }
 
-// TestAttendStep compares a decode step's attention (attendHead where
-// the build has it; heads split over the pool at this size, and alone)
-// with attend on a KV cache of 300 positions, two KV heads and four query
-// heads each. The dot products are summed in another
-// order, so scores differ by float32 rounding: the outputs, convex
-// combinations of V rows of order one, agree to 1e-5.
+// TestAttendStep compares a decode step's attention (attendScores and
+// attendValues where the build has them; heads split over the pool at
+// this size, and alone) with attend on a KV cache of 300 positions, two
+// KV heads and four query heads each. The dot products are summed in
+// another order, so scores differ by float32 rounding: the outputs,
+// convex combinations of V rows of order one, agree to 1e-5.
 func TestAttendStep(t *testing.T) {
 	c := &Config{Heads: 8, KVHeads: 2, HeadDim: 64}
 	const pos = 299
