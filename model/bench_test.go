@@ -215,7 +215,7 @@ func BenchmarkPrefill(b *testing.B) {
 		}
 		for _, T := range []int{128, 512} {
 			b.Run(name+"/T"+strconv.Itoa(T), func(b *testing.B) {
-				m := loadModel(b, dir)
+				m := benchModel(b, name, dir)
 				toks := make([]int, T)
 				for i := range toks {
 					toks[i] = (i * 31) % m.Config().Vocab

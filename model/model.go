@@ -244,13 +244,6 @@ func (m *Model) layerForward(s *State, li int) {
 	}
 }
 
-func addTo(dst, src []float32) {
-	src = src[:len(dst)]
-	for i := range dst {
-		dst[i] += src[i]
-	}
-}
-
 // WeightBytes returns the bytes of weights one decode step reads: every
 // Linear that reports its size (Bytes() int64) plus one embedding row. A
 // tied head counts once per use.

@@ -39,6 +39,14 @@ func mulSigmoid(o, g []float32) {
 	}
 }
 
+// addTo sets dst[i] += src[i] (the residual stream).
+func addTo(dst, src []float32) {
+	src = src[:len(dst)]
+	for i := addFast(dst, src); i < len(dst); i++ {
+		dst[i] += src[i]
+	}
+}
+
 // mulAdd sets y[i] += a[i]·b[i] (a product rounded, then added).
 func mulAdd(y, a, b []float32) {
 	a, b = a[:len(y)], b[:len(y)]

@@ -128,6 +128,18 @@ func mulAddFast(y, a, b []float32) int {
 	return i
 }
 
+func addFast(y, a []float32) int {
+	if !vecReady {
+		return 0
+	}
+	i := 0
+	for ; i+16 <= len(y); i += 16 {
+		st16(y[i:], ld16(y[i:]).Add(ld16(a[i:])))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
 // deltaStepFast is deltaStep's recurrence (α = e^g already computed) on
 // 16 columns of S at a time: every column's sums run over the key rows in
 // deltaStep's order, so the results are its own. It needs dv a multiple
@@ -140,7 +152,31 @@ func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool 
 	S = S[:dk*dv]
 	q = q[:dk]
 	a, b := bc16(alpha), bc16(beta)
-	for c := 0; c < dv; c += 16 {
+	c := 0
+	for ; c+32 <= dv; c += 32 { // 32 columns a pass: one broadcast of k_i, q_i per row for two vectors
+		var w0, w1 f32x16
+		for i, ki := range k {
+			row := S[i*dv+c:][:32]
+			r0, r1 := ld16(row).Mul(a), ld16(row[16:]).Mul(a)
+			st16(row, r0)
+			st16(row[16:], r1)
+			kb := bc16(ki)
+			w0, w1 = w0.Add(kb.Mul(r0)), w1.Add(kb.Mul(r1))
+		}
+		u0, u1 := b.Mul(ld16(v[c:]).Sub(w0)), b.Mul(ld16(v[c+16:]).Sub(w1))
+		var o0, o1 f32x16
+		for i, ki := range k {
+			row := S[i*dv+c:][:32]
+			kb, qb := bc16(ki), bc16(q[i])
+			r0, r1 := ld16(row).Add(kb.Mul(u0)), ld16(row[16:]).Add(kb.Mul(u1))
+			st16(row, r0)
+			st16(row[16:], r1)
+			o0, o1 = o0.Add(qb.Mul(r0)), o1.Add(qb.Mul(r1))
+		}
+		st16(o[c:], o0)
+		st16(o[c+16:], o1)
+	}
+	for ; c < dv; c += 16 {
 		var w f32x16
 		for i, ki := range k {
 			row := S[i*dv+c:]

@@ -54,6 +54,9 @@ func TestVecElementwise(t *testing.T) {
 		y = append(y[:0], a...)
 		mulAdd(y, b, c)
 		check("mulAdd", y, func(i int) float32 { return a[i] + b[i]*c[i] })
+		y = append(y[:0], a...)
+		addTo(y, b)
+		check("addTo", y, func(i int) float32 { return a[i] + b[i] })
 	}
 }
 
