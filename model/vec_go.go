@@ -15,6 +15,11 @@ func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool 
 
 func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool { return false }
 
+// attendValues sets o to Σ_τ w[τ]·v_τ (attend's weighted sum; it only
+// runs after attendScores, which this build does not have).
 func attendValues(o, w, V []float32, n, stride, off int) {
-	panic("model: no vector kernels in this build")
+	clear(o)
+	for tau, e := range w[:n] {
+		axpy(o, e, V[tau*stride+off:][:len(o)])
+	}
 }
