@@ -39,6 +39,7 @@ func Load(src Source) (*Model, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
+	m.timed = m.WeightBytes() < modeBytes
 	return m, nil
 }
 

@@ -18,6 +18,7 @@ type Model struct {
 	norm   []float32 // [H] final norm scale 1+w
 	head   Linear    // lm_head [vocab, H]
 	rope   rope
+	timed  bool // decode steps choose between the pool and running alone (stepMode)
 }
 
 // Rower is a Linear whose rows can be read one at a time: the embedding
@@ -133,7 +134,7 @@ func (m *Model) forward(ctx context.Context, s *State, tokens []int, last bool) 
 		panic(fmt.Sprintf("model: %d tokens at position %d go past the context of %d (check with CheckTokens)", T, s.pos, c.MaxContext))
 	}
 	m.begin(s, T)
-	if T == 1 {
+	if T == 1 && m.timed {
 		sc.mode.begin()
 		defer sc.mode.end(time.Now())
 	}

@@ -120,6 +120,12 @@ func (st *stage) chunk(lo, hi int) {
 // bits either way (stages split where MulRows gives Mul's bits), so only
 // the speed depends on the choice.
 //
+// Only models whose decode step reads less than modeBytes of weights
+// choose: a larger step splits into chunks of milliseconds, whose
+// hand-offs cost little even on a busy machine, and running alone would
+// lose the second core's memory bandwidth (the first steps' turns alone
+// would cost a large model seconds).
+//
 // Steps run in the mode with the lower running mean step time, changing
 // modes only when the other is modeGain faster, except that every
 // modeProbe steps two run in the other mode, to keep its mean current as
@@ -142,12 +148,13 @@ type stepMode struct {
 }
 
 const (
-	modeWarm  = 3    // steps timed in each mode before choosing
-	modeProbe = 64   // two steps in modeProbe run in the other mode
-	modeGain  = 0.03 // the other mode must be this much faster to switch
-	modeAvg   = 16   // each time moves its mode's mean 1/modeAvg of the way
-	modeStep  = 0.03 // each time moves its mode's median by this fraction
-	modeClip  = 3    // a time counts at most modeClip medians in the mean
+	modeBytes = 64 << 20 // weights read per step below which a model's steps choose
+	modeWarm  = 3        // steps timed in each mode before choosing
+	modeProbe = 64       // two steps in modeProbe run in the other mode
+	modeGain  = 0.03     // the other mode must be this much faster to switch
+	modeAvg   = 16       // each time moves its mode's mean 1/modeAvg of the way
+	modeStep  = 0.03     // each time moves its mode's median by this fraction
+	modeClip  = 3        // a time counts at most modeClip medians in the mean
 )
 
 // begin picks the mode of the next decode step.
