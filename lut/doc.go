@@ -23,7 +23,7 @@
 //	              M = diag(D_b·H_n/√n), n = min(1024, width & −width), signs from PCG(seed, "HADAMARD")
 //	              (docs/quantization.md §3); Rotate (x·M) by a float32 fast Walsh–Hadamard transform
 //	hadamard_inverse.go  RotateTranspose (x·Mᵀ), UnrotateWeights: folding a rotation back into weights
-//	mul.go        Mul: rotation, worker-pool split, low-rank term
+//	mul.go        Mul: rotation, worker-pool split, low-rank term; MulRows: a range of outputs, no pool
 //	kernel_go.go  the portable kernels (every format and alignment)
 //	kernel_simd.go, kernel_avx512.go   AVX-512 kernels (GOEXPERIMENT=simd, amd64)
 //	prefetch_amd64.s  PREFETCHT0 of a range of lines, for the T = 1 LUT kernels
@@ -88,7 +88,10 @@
 // aligned: codes are decoded in registers and looked up with a 16-lane
 // permute of the codebook (kernel_avx512.go explains the "phase layout" of
 // x this needs). Decode steps (T = 1) stream eight weight rows at once
-// (scalar LUTs also prefetch the next eight, prefetch_amd64.s). For T > 1,
+// (scalar LUTs also prefetch the next eight, prefetch_amd64.s); 4-bit
+// scalar LUTs run every eight-row group of a call in one assembly call
+// that also reduces, scales and stores the sums (lut4Groups), so a small
+// matrix pays no Go code per group. For T > 1,
 // 4-bit LUTs and INT8 run register-blocked assembly kernels: a pair of
 // output rows, decoded in registers, times eight x rows (x interleaved
 // four rows at a time, so that every x load is at a constant offset) with

@@ -131,6 +131,15 @@ func lutPhases(t archsimd.Float32x16, c archsimd.Uint32x16, xb unsafe.Pointer, P
 //go:noescape
 func lut4Rows8(tab *[16]float32, w unsafe.Pointer, ld, nb int, xp unsafe.Pointer, pf uintptr, s *[8]float32)
 
+// lut4Groups runs lut4Rows8 on groups consecutive groups of eight
+// index rows from w (stride ld, one table) and stores the scaled sums:
+// dst[k] = scale[k]·(sum of row k), k < 8·groups, in assembly
+// (rows_amd64.s), bit for bit what lut4Rows8 and mulJob.store give, with
+// no Go code between groups.
+//
+//go:noescape
+func lut4Groups(tab *[16]float32, w unsafe.Pointer, ld, nb int, xp unsafe.Pointer, groups int, scale, dst *float32)
+
 // wideVec4 is the T = 1 kernel of 4-bit 2-vector LUTs, in assembly
 // (rows_amd64.s, which describes the wide layout it reads): the four index rows at w + k·ld each read as two streams of h wide blocks
 // (x at xw and xw + 512·h bytes); s[2k+c] is row k, component c.

@@ -103,6 +103,7 @@ func permuteX(dst, x []float32, P int) {
 	full := len(x) / bs
 	if P == 2 {
 		deinterleave(dst[:full*bs], x[:full*bs])
+		archsimd.ClearAVXUpperBits() // the scalar tail below would run in the slow dirty-upper state
 	} else {
 		for b := range full {
 			src, blk := x[b*bs:(b+1)*bs], dst[b*bs:(b+1)*bs]
@@ -155,6 +156,9 @@ func (j *mulJob) fastRows(r0, r1, t0, t1 int) {
 // and returns the first index row it left (fewer than a whole group).
 func (j *mulJob) fusedRows(g geom, r0, r1, t int) int {
 	m := j.m
+	if m.fam == famLUT && g.bits == 4 && g.tail == 0 {
+		return j.lut4Runs(g, r0, r1, t)
+	}
 	R := 8 / m.f.Dim // index rows per kernel call
 	idx := m.p.Index[:r1*g.n]
 	r := r0
@@ -179,6 +183,31 @@ func (j *mulJob) fusedRows(g geom, r0, r1, t int) int {
 			}
 		}
 		j.store(r, t, s)
+	}
+	return r
+}
+
+// lut4Runs is fusedRows for 4-bit scalar LUTs whose rows are whole
+// blocks: each run of eight-row groups that share a codebook is one
+// lut4Groups call, which stores the scaled sums itself.
+func (j *mulJob) lut4Runs(g geom, r0, r1, t int) int {
+	m := j.m
+	idx := m.p.Index[:r1*g.n]
+	dst := j.dst.Data[t*m.out : (t+1)*m.out]
+	r := r0
+	for r+8 <= r1 {
+		end := r1
+		if m.rowsG > 0 {
+			end = min(r1, (r/m.rowsG+1)*m.rowsG)
+		}
+		n := (end - r) / 8
+		if n == 0 { // eight rows across two codebook groups
+			j.decodedRows(g, r, r+8, t, t+1)
+			r += 8
+			continue
+		}
+		lut4Groups(j.tab16(r, 0), unsafe.Pointer(&idx[r*g.n]), g.n, g.nb, j.xptr(t, 0), n, &m.scale[r], &dst[r])
+		r += 8 * n
 	}
 	return r
 }

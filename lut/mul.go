@@ -86,6 +86,63 @@ func (m *Matrix) Mul(dst, x *tensor.Matrix) {
 	}
 }
 
+// MulRows sets the columns of dst of outputs [lo, hi) to those of
+// Mul(dst, x), computed on the calling goroutine: no worker pool, so a
+// caller can split several products of one input over the pool in one
+// call. A d-vector code gives d outputs at once, so lo and hi are first
+// rounded down to multiples of the vector length d (hi = out stays):
+// calls on consecutive ranges still cover every output once. Other
+// columns of dst are not touched; x is rotated and laid out for the
+// kernels (and B·x' formed) anew at every call. The values are bit for
+// bit Mul's when lo and hi are multiples of 32 (or hi = out): Mul splits
+// on multiples of 16 index rows, and the kernels group rows from the
+// start of a split. MulRows allocates nothing after warm-up and panics
+// if the shapes or the range do not fit.
+func (m *Matrix) MulRows(dst, x *tensor.Matrix, lo, hi int) {
+	if x.Cols != m.in || dst.Rows != x.Rows || dst.Cols != m.out || lo < 0 || lo > hi || hi > m.out {
+		panic(fmt.Sprintf("lut.Matrix.MulRows: W %dx%d, x %dx%d, dst %dx%d, rows [%d, %d)",
+			m.out, m.in, x.Rows, x.Cols, dst.Rows, dst.Cols, lo, hi))
+	}
+	d := max(m.f.Dim, 1)
+	lo = lo / d * d
+	if hi < m.out {
+		hi = hi / d * d
+	}
+	if x.Rows == 0 || lo == hi {
+		return
+	}
+	j := mulJobs.Get().(*mulJob)
+	defer mulJobs.Put(j)
+	if m.p.Rotation != nil {
+		j.xr.Resize(x.Rows, m.in)
+		m.p.Rotation.Rotate(&j.xr, x)
+		x = &j.xr
+	}
+	if m.dense != nil {
+		m.dense.MulRows(dst, x, lo, hi)
+	} else {
+		j.m, j.dst, j.x = m, dst, x
+		j.fast = fastReady && useFast && m.fam != famGo
+		if j.fast {
+			j.prepare()
+		}
+		j.indexRows(lo/d, hi/d)
+		j.m, j.dst, j.x = nil, nil, nil
+	}
+	if m.rank > 0 {
+		j.u.Resize(x.Rows, m.rank)
+		j.v.Resize(x.Rows, m.out)
+		m.lrB.MulRows(&j.u, x, 0, m.rank)
+		m.lrA.MulRows(&j.v, &j.u, lo, hi)
+		for t := range x.Rows {
+			y, v := dst.Row(t)[lo:hi], j.v.Row(t)[lo:hi]
+			for i := range y {
+				y[i] += v[i]
+			}
+		}
+	}
+}
+
 // mulIndexed runs the kernels over the index rows on the worker pool.
 func (m *Matrix) mulIndexed(j *mulJob, dst, x *tensor.Matrix) {
 	j.m, j.dst, j.x = m, dst, x
@@ -135,8 +192,13 @@ var mulJobs = sync.Pool{New: func() any {
 // rows computes the outputs of index rows [lo·rowBlock, hi·rowBlock) for
 // every row of x, in tiles of tileT(in) rows of x.
 func (j *mulJob) rows(lo, hi int) {
+	j.indexRows(lo*rowBlock, min(hi*rowBlock, j.m.f.IndexRows(j.m.out)))
+}
+
+// indexRows computes the outputs of index rows [r0, r1) for every row of
+// x, in tiles of tileT(in) rows of x.
+func (j *mulJob) indexRows(r0, r1 int) {
 	m := j.m
-	r0, r1 := lo*rowBlock, min(hi*rowBlock, m.f.IndexRows(m.out))
 	tt := tileT(m.in)
 	for t0 := 0; t0 < j.x.Rows; t0 += tt {
 		t1 := min(t0+tt, j.x.Rows)

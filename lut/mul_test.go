@@ -2,6 +2,7 @@ package lut
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -177,4 +178,54 @@ func TestMulConcurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// TestMulRows: MulRows over splits at multiples of 32 outputs gives Mul's
+// result bit for bit for every format (rotation and low rank included;
+// T = 1, 3 and 9; a vector length that does not divide 32 rounds the
+// splits down), a range of two index rows gives Mul's values and touches
+// no other column, and a range past W panics.
+func TestMulRows(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		for i, name := range testFormats {
+			f := mustFormat(t, name)
+			d := max(f.Dim, 1)
+			out := 150 / d * d
+			for _, T := range []int{1, 3, 9} {
+				m := randomMatrix(t, f, out, 96, 4*(i%2), i%3 == 0, uint64(i))
+				x := randomX(T, 96, uint64(i+T))
+				want := tensor.New(T, out)
+				m.Mul(want, x)
+				got := tensor.New(T, out)
+				for lo, size := 0, 32; lo < out; lo, size = lo+size, size+32 {
+					m.MulRows(got, x, lo, min(lo+size, out))
+				}
+				for k, w := range want.Data {
+					if math.Float32bits(got.Data[k]) != math.Float32bits(w) {
+						t.Fatalf("%s T=%d: MulRows [%d][%d] = %v, Mul %v", m, T, k/out, k%out, got.Data[k], w)
+					}
+				}
+				for k := range got.Data {
+					got.Data[k] = float32(math.NaN())
+				}
+				lo, hi := 2*d, 4*d
+				m.MulRows(got, x, lo, hi)
+				for k, v := range got.Data {
+					if o := k % out; (o < lo || o >= hi) && v == v {
+						t.Fatalf("%s: MulRows [%d, %d) wrote column %d", m, lo, hi, o)
+					} else if o >= lo && o < hi && math.Float32bits(v) != math.Float32bits(want.Data[k]) &&
+						!(math.Abs(float64(v-want.Data[k])) <= 1e-5*(1+math.Abs(float64(want.Data[k])))) {
+						t.Fatalf("%s: MulRows [%d, %d) column %d = %v, Mul %v", m, lo, hi, o, v, want.Data[k])
+					}
+				}
+			}
+		}
+	})
+	m := randomMatrix(t, mustFormat(t, "vector 2x16 + pcs"), 8, 32, 0, false, 1)
+	defer func() {
+		if recover() == nil {
+			t.Error("MulRows past the last row did not panic")
+		}
+	}()
+	m.MulRows(tensor.New(1, 8), randomX(1, 32, 1), 4, 10)
 }

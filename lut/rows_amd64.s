@@ -98,6 +98,116 @@ lut4done:
 	VZEROUPPER
 	RET
 
+// HALVES adds the 256-bit halves of a and b: d = [a.lo + a.hi, b.lo +
+// b.hi] (128-bit quarters: VSHUFF32X4 $0x44 takes q0 q1 of each, $0xEE
+// q2 q3), lane k of a's half being a[k] + a[k+8] as in HSUM.
+#define HALVES(a, b, d) \
+	VSHUFF32X4 $0x44, b, a, Z28; \
+	VSHUFF32X4 $0xEE, b, a, Z29; \
+	VADDPS Z29, Z28, d
+
+// REDUCE8 leaves in Y0 the eight lane sums of Z0–Z7 plus Z8–Z15 (row k:
+// Zk + Zk+8) in row order, by a transposing tree that makes exactly the
+// additions of SUM8's HSUM in the same order (so the sums are bit for bit
+// those of lut4Rows8): 256-bit halves, then 128-bit quarters, then
+// adjacent lane pairs and the two pair sums (VHADDPS twice). The last
+// level leaves row k at lane idx where grpIdx lists them.
+#define REDUCE8 \
+	VADDPS Z8, Z0, Z0; VADDPS Z9, Z1, Z1; VADDPS Z10, Z2, Z2; VADDPS Z11, Z3, Z3; \
+	VADDPS Z12, Z4, Z4; VADDPS Z13, Z5, Z5; VADDPS Z14, Z6, Z6; VADDPS Z15, Z7, Z7; \
+	HALVES(Z0, Z1, Z0); HALVES(Z2, Z3, Z2); HALVES(Z4, Z5, Z4); HALVES(Z6, Z7, Z6); \
+	VSHUFF32X4 $0x88, Z2, Z0, Z16; VSHUFF32X4 $0xDD, Z2, Z0, Z17; VADDPS Z17, Z16, Z0; \
+	VSHUFF32X4 $0x88, Z6, Z4, Z16; VSHUFF32X4 $0xDD, Z6, Z4, Z17; VADDPS Z17, Z16, Z4; \
+	VSHUFPS $0x88, Z4, Z0, Z16; VSHUFPS $0xDD, Z4, Z0, Z17; VADDPS Z17, Z16, Z0; \
+	VSHUFPS $0x88, Z0, Z0, Z16; VSHUFPS $0xDD, Z0, Z0, Z17; VADDPS Z17, Z16, Z0; \
+	VMOVUPS grpIdx<>(SB), Z1; \
+	VPERMPS Z0, Z1, Z0
+
+// grpIdx: after REDUCE8's last level quarter l holds rows [l, l+4, l, l+4].
+DATA grpIdx<>+0(SB)/4, $0
+DATA grpIdx<>+4(SB)/4, $4
+DATA grpIdx<>+8(SB)/4, $8
+DATA grpIdx<>+12(SB)/4, $12
+DATA grpIdx<>+16(SB)/4, $1
+DATA grpIdx<>+20(SB)/4, $5
+DATA grpIdx<>+24(SB)/4, $9
+DATA grpIdx<>+28(SB)/4, $13
+DATA grpIdx<>+32(SB)/4, $0
+DATA grpIdx<>+36(SB)/4, $0
+DATA grpIdx<>+40(SB)/4, $0
+DATA grpIdx<>+44(SB)/4, $0
+DATA grpIdx<>+48(SB)/4, $0
+DATA grpIdx<>+52(SB)/4, $0
+DATA grpIdx<>+56(SB)/4, $0
+DATA grpIdx<>+60(SB)/4, $0
+GLOBL grpIdx<>(SB), RODATA|NOPTR, $64
+
+// func lut4Groups(tab *[16]float32, w unsafe.Pointer, ld, nb int, xp unsafe.Pointer, groups int, scale, dst *float32)
+//
+// lut4Rows8 over groups consecutive groups of eight index rows from w
+// (stride ld, nb whole blocks each, one table), each group's eight sums
+// multiplied by scale[k] and stored to dst[k] (k counting rows from the
+// first), so that a whole matrix is one call. The next group's rows are
+// prefetched as each group streams (after the last, lines past it: a
+// prefetch never faults).
+TEXT ·lut4Groups(SB), NOSPLIT, $0-64
+	MOVQ tab+0(FP), AX
+	VMOVUPS (AX), Z31
+	MOVQ w+8(FP), SI
+	MOVQ ld+16(FP), BX
+	MOVQ nb+24(FP), R12
+	MOVQ xp+32(FP), R13
+	MOVQ groups+40(FP), R10
+	MOVQ scale+48(FP), R14
+	MOVQ dst+56(FP), DX
+	LEAQ (BX)(BX*2), R8 // 3·ld
+	TESTQ R10, R10
+	JLE grpdone
+
+grploop:
+	MOVQ SI, AX         // the group's first row
+	LEAQ (SI)(BX*8), R11 // the next group: prefetched
+	LEAQ (SI)(BX*4), R9 // rows 4–7
+	MOVQ R13, DI
+	MOVQ R12, CX
+	ZERO16
+	TESTQ CX, CX
+	JLE grpsum
+
+grpblock:
+	VMOVUPS (DI), Z16
+	VMOVUPS 64(DI), Z17
+	PREFETCHT0 (R11)
+	PREFETCHT0 64(R11)
+	LUT4ROW((SI), Z0, Z8, Z18, Z19)
+	LUT4ROW((SI)(BX*1), Z1, Z9, Z20, Z21)
+	LUT4ROW((SI)(BX*2), Z2, Z10, Z22, Z23)
+	LUT4ROW((SI)(R8*1), Z3, Z11, Z24, Z25)
+	LUT4ROW((R9), Z4, Z12, Z18, Z19)
+	LUT4ROW((R9)(BX*1), Z5, Z13, Z20, Z21)
+	LUT4ROW((R9)(BX*2), Z6, Z14, Z22, Z23)
+	LUT4ROW((R9)(R8*1), Z7, Z15, Z24, Z25)
+	ADDQ $16, SI
+	ADDQ $16, R9
+	ADDQ $128, DI
+	ADDQ $128, R11
+	DECQ CX
+	JNZ grpblock
+
+grpsum:
+	REDUCE8
+	VMULPS (R14), Y0, Y0
+	VMOVUPS Y0, (DX)
+	ADDQ $32, R14
+	ADDQ $32, DX
+	LEAQ (AX)(BX*8), SI
+	DECQ R10
+	JNZ grploop
+
+grpdone:
+	VZEROUPPER
+	RET
+
 // VPH adds phase sh/4 of the codes in c times x (at xaddr) to acc0
 // (component 0, table Z30) and acc1 (component 1, table Z31).
 #define VPH(c, xaddr, acc0, acc1, sh) \

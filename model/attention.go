@@ -22,9 +22,7 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	sc.p.Resize(T, 2*hq*D)
 	sc.kp.Resize(T, hkv*D)
 	sc.vp.Resize(T, hkv*D)
-	a.q.Mul(&sc.p, u)
-	a.k.Mul(&sc.kp, u)
-	a.v.Mul(&sc.vp, u)
+	s.products(u).add(a.q, &sc.p).add(a.k, &sc.kp).add(a.v, &sc.vp).do()
 
 	// Split q_proj per head into [query_h ‖ gate_h] (docs/model.md §3.2), norm, RoPE.
 	sc.q.Resize(T, hq*D)
@@ -58,7 +56,7 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 
 	sc.att.Resize(T, hq*D)
 	if T == 1 {
-		a.attend(c, s.pos, ls, sc, 0, 0, hq, sc.scores)
+		a.attendStep(c, s.pos, ls, sc)
 	} else {
 		tensor.Parallel(T*hq, func(lo, hi int) {
 			scores := make([]float32, s.pos+T)
@@ -68,11 +66,61 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 		})
 	}
 	s.observeLayer(li, "self_attn.attn_out", &sc.att)
-	for i, g := range sc.gate.Data {
-		sc.att.Data[i] *= sigmoid(g) // output gate: σ, not silu (docs/model.md §6.5)
-	}
-	a.o.Mul(dst, &sc.att)
+	mulSigmoid(sc.att.Data, sc.gate.Data) // output gate: σ, not silu (docs/model.md §6.5)
+	s.products(&sc.att).add(a.o, dst).do()
 	s.observeLayer(li, "self_attn.mixer_out", dst)
+}
+
+// attParallel is the least cached keys times query heads times D (floats
+// read) for which a decode step's attention heads are split over the pool
+// (forge-tiny: 256 positions), unless the step runs alone.
+const attParallel = 1 << 16
+
+// attendStep is attend for a decode step (one row, every query head), by
+// attendScores and attendValues where this build has them. Query head h
+// scores into its own part of sc.scores (pos+32 floats, as attendScores
+// needs).
+func (a *attention) attendStep(c *Config, pos int, ls *layerState, sc *scratch) {
+	j := &sc.attJob
+	if j.run == nil {
+		j.run = j.heads // built once, so that a step allocates nothing
+	}
+	j.a, j.c, j.pos, j.ls, j.sc = a, c, pos, ls, sc
+	if sc.mode.alone || (pos+1)*c.Heads*c.HeadDim < attParallel {
+		j.heads(0, c.Heads)
+		return
+	}
+	tensor.ParallelGrain(c.Heads, 1, j.run)
+}
+
+// attJob spreads a decode step's query heads over the worker pool.
+type attJob struct {
+	a   *attention
+	c   *Config
+	pos int
+	ls  *layerState
+	sc  *scratch
+	run func(lo, hi int)
+}
+
+func (j *attJob) heads(lo, hi int) {
+	c, sc := j.c, j.sc
+	D, kvw, ws := c.HeadDim, c.KVHeads*c.HeadDim, j.pos+32
+	scale := float32(1 / math.Sqrt(float64(D)))
+	rq := c.Heads / c.KVHeads
+	// Every head's scores, then every head's values: the heads of a KV
+	// head read its keys (then values) while they are still in L1.
+	for h := lo; h < hi; h++ {
+		q, w := sc.q.Row(0)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
+		if !attendScores(w, q, j.ls.k, j.pos+1, kvw, (h/rq)*D, scale) {
+			j.a.attend(c, j.pos, j.ls, sc, 0, lo, hi, sc.scores[lo*ws:])
+			return
+		}
+	}
+	for h := lo; h < hi; h++ {
+		o, w := sc.att.Row(0)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
+		attendValues(o, w, j.ls.v, j.pos+1, kvw, (h/rq)*D)
+	}
 }
 
 // attend computes softmax(q·Kᵀ/√D)·V for call row t and query heads

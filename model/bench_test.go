@@ -1,20 +1,30 @@
 package model_test
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"sync"
 	"testing"
 
+	"forge/bundle"
+	"forge/checkpoint"
 	"forge/internal/membw"
+	"forge/lut"
 	"forge/model"
+	"forge/quant"
+	"forge/tensor"
 )
 
-// Benchmarks on forge-tiny and, when FORGE_BENCH_1P4B names a directory made
-// by `forge synth --config ../shared/bench/synth-1.4b/config.json`, on the
-// 1.4B-parameter benchmark shape. Decode reports GB/s of weights read per
-// token and that as a percentage of the 2-thread read bandwidth measured by
-// internal/membw in the same process (the limit a decode step can reach).
+// Benchmarks on forge-tiny, on forge-tiny-lut4 (forge-tiny with every
+// quantizable matrix rounded to `LUT4 per-tensor + pcs` in memory, what
+// `forge quantize --format 'LUT4 per-tensor + pcs'` writes), on the bundle
+// FORGE_BENCH_BUNDLE names, if any, and, when FORGE_BENCH_1P4B names a
+// directory made by `forge synth --config ../shared/bench/synth-1.4b/config.json`,
+// on the 1.4B-parameter benchmark shape. Decode reports GB/s of weights
+// read per token and that as a percentage of the 2-thread read bandwidth
+// measured by internal/membw in the same process (the limit a decode step
+// can reach).
 
 var (
 	bwOnce sync.Once
@@ -26,33 +36,132 @@ func readBandwidth() float64 {
 	return bw
 }
 
+// benchNames are the benchmark models in report order.
+var benchNames = []string{"forge-tiny", "forge-tiny-lut4", "bundle", "synth-1.4b"}
+
 func benchModels(b *testing.B) map[string]string {
-	ms := map[string]string{"forge-tiny": repoPath("models", "forge-tiny")}
+	tiny := repoPath("models", "forge-tiny")
+	ms := map[string]string{"forge-tiny": tiny, "forge-tiny-lut4": tiny}
+	if d := os.Getenv("FORGE_BENCH_BUNDLE"); d != "" {
+		ms["bundle"] = d
+	}
 	if d := os.Getenv("FORGE_BENCH_1P4B"); d != "" {
 		ms["synth-1.4b"] = d
 	}
 	return ms
 }
 
+var (
+	lut4Once  sync.Once
+	lut4Model *model.Model
+	lut4Err   error
+)
+
+// benchModel loads the benchmark model name from dir: forge-tiny-lut4 is
+// quantized once per process, a bundle is opened as one.
+func benchModel(b *testing.B, name, dir string) *model.Model {
+	b.Helper()
+	switch name {
+	case "forge-tiny-lut4":
+		lut4Once.Do(func() { lut4Model, lut4Err = loadLUT4(dir) })
+		if lut4Err != nil {
+			b.Fatal(lut4Err)
+		}
+		return lut4Model
+	case "bundle":
+		bu, err := bundle.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { bu.Close() })
+		m, err := model.Load(bu)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	return loadModel(b, dir)
+}
+
+// loadLUT4 loads the checkpoint in dir with every quantizable matrix
+// rounded to LUT4 per-tensor + pcs (quant.RTN, the default seed).
+func loadLUT4(dir string) (*model.Model, error) {
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	// ck stays open for the process: the float matrices (embeddings,
+	// in_proj_a/b) read its mapped file.
+	return model.Load(rtnSource{ck})
+}
+
+// rtnSource is a checkpoint whose quantizable matrices come back as
+// LUT4 matrices.
+type rtnSource struct{ *checkpoint.Checkpoint }
+
+func (s rtnSource) Linear(name string) (model.Linear, error) {
+	l, err := s.Checkpoint.Linear(name)
+	spec, _ := model.Lookup(name)
+	if err != nil || !spec.Quantizable {
+		return l, err
+	}
+	r, ok := l.(model.Rower)
+	if !ok {
+		return nil, fmt.Errorf("%s: %T cannot be read by rows", name, l)
+	}
+	out, in := r.Dims()
+	w := tensor.New(out, in)
+	for o := range out {
+		r.Row(o, w.Row(o))
+	}
+	f, err := lut.ParseFormat("LUT4 per-tensor + pcs")
+	if err != nil {
+		return nil, err
+	}
+	return quant.RTN(w, f, quant.Options{})
+}
+
+// decodeWindow is the number of decode steps run from a 4-token prompt
+// before the benchmarks rewind to it, so that every step attends to at most
+// 4 + decodeWindow positions however long the benchmark runs (and never
+// passes the model's context).
+const decodeWindow = 256
+
+// decodeStart prefills s with a 4-token prompt, reserves the KV cache for
+// the window and marks the point decodeSteps rewinds to.
+func decodeStart(m *model.Model, s *model.State) model.Mark {
+	m.Forward(s, []int{1, 2, 3, 4})
+	s.Reserve(decodeWindow)
+	return s.Mark()
+}
+
+// decodeSteps runs n decode steps (model.Forward of one token) on s,
+// rewinding to start after every decodeWindow steps.
+func decodeSteps(m *model.Model, s *model.State, start model.Mark, n int) {
+	tok := []int{5}
+	for i := range n {
+		if i%decodeWindow == 0 && i > 0 {
+			s.Rewind(start)
+		}
+		tok[0] = (i * 7919) % m.Config().Vocab
+		m.Forward(s, tok)
+	}
+}
+
 func BenchmarkDecode(b *testing.B) {
-	for _, name := range []string{"forge-tiny", "synth-1.4b"} {
+	for _, name := range benchNames {
 		dir, ok := benchModels(b)[name]
 		if !ok {
 			continue
 		}
 		b.Run(name, func(b *testing.B) {
-			m := loadModel(b, dir)
+			m := benchModel(b, name, dir)
 			limit := readBandwidth()
 			s := m.NewState()
-			s.Reserve(b.N + 64)
-			m.Forward(s, []int{1, 2, 3, 4})
-			tok := []int{5}
+			start := decodeStart(m, s)
 			b.ReportAllocs()
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				tok[0] = (i * 7919) % m.Config().Vocab
-				m.Forward(s, tok)
-			}
+			decodeSteps(m, s, start, b.N)
 			sec := b.Elapsed().Seconds()
 			gbs := float64(m.WeightBytes()) * float64(b.N) / sec / 1e9
 			b.ReportMetric(float64(b.N)/sec, "tok/s")
@@ -68,31 +177,27 @@ func BenchmarkDecode(b *testing.B) {
 // tokens per second: concurrent users share the default worker pool
 // (issue 11's aim: two streams ≥ 1.6× one).
 func BenchmarkDecodeConcurrent(b *testing.B) {
-	for _, name := range []string{"forge-tiny", "synth-1.4b"} {
+	for _, name := range benchNames {
 		dir, ok := benchModels(b)[name]
 		if !ok {
 			continue
 		}
-		m := loadModel(b, dir)
+		m := benchModel(b, name, dir)
 		for _, streams := range []int{1, 2} {
 			b.Run(name+"/streams="+strconv.Itoa(streams), func(b *testing.B) {
 				states := make([]*model.State, streams)
+				starts := make([]model.Mark, streams)
 				for i := range states {
 					states[i] = m.NewState()
-					states[i].Reserve(b.N + 64)
-					m.Forward(states[i], []int{1, 2, 3, 4})
+					starts[i] = decodeStart(m, states[i])
 				}
 				var wg sync.WaitGroup
 				b.ResetTimer()
-				for _, s := range states {
+				for i, s := range states {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						tok := []int{5}
-						for i := range b.N {
-							tok[0] = (i * 7919) % m.Config().Vocab
-							m.Forward(s, tok)
-						}
+						decodeSteps(m, s, starts[i], b.N)
 					}()
 				}
 				wg.Wait()
@@ -110,7 +215,7 @@ func BenchmarkPrefill(b *testing.B) {
 		}
 		for _, T := range []int{128, 512} {
 			b.Run(name+"/T"+strconv.Itoa(T), func(b *testing.B) {
-				m := loadModel(b, dir)
+				m := benchModel(b, name, dir)
 				toks := make([]int, T)
 				for i := range toks {
 					toks[i] = (i * 31) % m.Config().Vocab

@@ -12,7 +12,7 @@ const chunkLen = 64
 // deltaNet is one Gated DeltaNet token mixer (docs/model.md §7).
 type deltaNet struct {
 	qkv, z, a, b, out Linear
-	conv              []float32 // [convDim][K] depthwise taps, j = K−1 the current token
+	conv              []float32 // [K][convDim] depthwise taps (transposed at load), j = K−1 the current token
 	rate              []float64 // [Hv] A = exp(A_log) > 0 (the decay is −A·softplus(·))
 	dtBias            []float32 // [Hv]
 	normW             []float32 // [dv] gated-norm weight, plain scale (no +1)
@@ -29,10 +29,7 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	sc.z.Resize(T, vt)
 	sc.ga.Resize(T, hv)
 	sc.gb.Resize(T, hv)
-	d.qkv.Mul(&sc.x0, u)
-	d.z.Mul(&sc.z, u)
-	d.a.Mul(&sc.ga, u)
-	d.b.Mul(&sc.gb, u)
+	s.products(u).add(d.qkv, &sc.x0).add(d.z, &sc.z).add(d.a, &sc.ga).add(d.b, &sc.gb).do()
 	s.observeLayer(li, "linear_attn.qkv_proj", &sc.x0)
 	s.observeLayer(li, "linear_attn.z", &sc.z)
 
@@ -80,13 +77,11 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 		for h := range hv {
 			oh, zh := o[h*c.ValueDim:(h+1)*c.ValueDim], z[h*c.ValueDim:(h+1)*c.ValueDim]
 			rmsNorm(oh, oh, d.normW, c.Eps)
-			for j := range oh {
-				oh[j] *= silu(zh[j])
-			}
+			mulSilu(oh, zh)
 		}
 	}
 	s.observeLayer(li, "linear_attn.gated_norm_out", &sc.o)
-	d.out.Mul(dst, &sc.o)
+	s.products(&sc.o).add(d.out, dst).do()
 	s.observeLayer(li, "linear_attn.mixer_out", dst)
 }
 
@@ -122,20 +117,21 @@ func (d *deltaNet) convRows(dst, X *tensor.Matrix, hist []float32, K, lo, hi int
 		out := dst.Row(t)
 		clear(out)
 		for j := range K {
-			row := src(t - (K - 1) + j)
-			for ch := range out {
-				out[ch] += d.conv[ch*K+j] * row[ch]
-			}
+			mulAdd(out, d.conv[j*cd:(j+1)*cd], src(t-(K-1)+j))
 		}
-		for ch := range out {
-			out[ch] = silu(out[ch])
-		}
+		siluInPlace(out)
 	}
 }
 
+// stepParallel is the least recurrent state (bytes, all value heads) for
+// which a decode step's delta rule is split over the pool: below it the
+// step takes a few microseconds, less than a hand-off (forge-tiny: 24 KB).
+const stepParallel = 256 << 10
+
 // rule runs the gated delta rule for every value head over the call's T
 // tokens: the recurrent form for a single token, the chunked form otherwise.
-// Heads run in parallel on prefill.
+// Heads run in parallel on prefill, and on a decode step with a large
+// state unless the step runs alone (stepMode).
 func (d *deltaNet) rule(c *Config, s *State, ls *layerState) {
 	sc := &s.sc
 	T := sc.xc.Rows
@@ -145,6 +141,10 @@ func (d *deltaNet) rule(c *Config, s *State, ls *layerState) {
 			j.run = j.heads
 		}
 		j.d, j.c, j.sc, j.ls = d, c, sc, ls
+		if 4*len(ls.rec) < stepParallel || sc.mode.alone {
+			j.heads(0, c.ValueHeads)
+			return
+		}
 		tensor.ParallelGrain(c.ValueHeads, 2, j.run)
 		return
 	}

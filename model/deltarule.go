@@ -10,8 +10,17 @@ package model
 //
 // w is dv floats of scratch. o is written, not accumulated.
 func deltaStep(S, q, k, v []float32, g, beta float32, o, w []float32) {
-	dv := len(v)
 	alpha := decay(float64(g))
+	if deltaStepFast(S, q, k, v, alpha, beta, o) {
+		return
+	}
+	deltaStepGo(S, q, k, v, alpha, beta, o, w)
+}
+
+// deltaStepGo is deltaStep's scalar recurrence, with α = e^g (the
+// reference twin of deltaStepFast).
+func deltaStepGo(S, q, k, v []float32, alpha, beta float32, o, w []float32) {
+	dv := len(v)
 	clear(w)
 	for i, ki := range k {
 		row := S[i*dv : (i+1)*dv]

@@ -11,9 +11,22 @@
 // recurrent form (§8.1) and allocates nothing. Both continue from a State,
 // so prefill(a) then prefill(b) equals prefill(a‖b) up to fp32 rounding.
 //
+// A decode step runs the products that read one input (a layer's mixer
+// projections, MLP gate and up, the head) as one call on the worker pool
+// split by output rows (stage.go, through the Linears' MulRows when they
+// have it), and times itself to choose between that and running alone on
+// the caller, whichever is faster on the machine's current load
+// (stepMode); both give the same bits. With GOEXPERIMENT=simd on an
+// AVX-512 CPU the elementwise activations, the conv, the recurrent delta
+// rule step and decode attention run vector kernels (vec_simd.go) that
+// make the scalar code's operations in its order, so results are the same
+// bits in every build, except the dot products q·k of decode attention.
+//
 // Files: config.go (Config), tensors.go (the tensor inventory of a config),
 // load.go (Load from a Source), model.go (Forward, the decoder layer and
 // MLP), deltanet.go and deltarule.go (§7–8), attention.go and rope.go (§6),
 // state.go (State, Mark/Rewind), ops.go and exp.go (norms, σ, silu,
-// softplus, a 2-ulp float32 exp), rows.go (row-parallel norms and SwiGLU).
+// softplus, a 2-ulp float32 exp), rows.go (row-parallel norms and SwiGLU),
+// stage.go (a decode step's products on the pool, stepMode), vec.go,
+// vec_simd.go and vec_go.go (row loops and their AVX-512 kernels).
 package model

@@ -23,9 +23,19 @@ func exp32(x float32) float32 {
 		ln2hi = 0.693359375
 		ln2lo = -2.12194440e-4
 	)
-	n := float32(math.Floor(float64(x*log2e + 0.5)))
-	r := x - n*ln2hi - n*ln2lo
-	p := 1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))
+	// Every product is rounded to float32 before it is added (the
+	// conversions forbid fusing it into an FMA, which Go may do on CPUs
+	// that have one), so exp32 gives the same bits everywhere, and the same
+	// as its vector twin (exp32x16, vec_simd.go).
+	n := float32(math.Floor(float64(float32(x*log2e) + 0.5)))
+	r := x - float32(n*ln2hi) - float32(n*ln2lo)
+	p := 1.0/720 + float32(r*(1.0/5040))
+	p = 1.0/120 + float32(r*p)
+	p = 1.0/24 + float32(r*p)
+	p = 1.0/6 + float32(r*p)
+	p = 0.5 + float32(r*p)
+	p = 1 + float32(r*p)
+	p = 1 + float32(r*p)
 	k := int32(n)
 	if k < -125 { // subnormal result: scale in two steps
 		return p * math.Float32frombits(uint32(k+125+127)<<23) * math.Float32frombits(uint32(-125+127)<<23)

@@ -39,6 +39,7 @@ func Load(src Source) (*Model, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
+	m.timed = m.WeightBytes() < modeBytes
 	return m, nil
 }
 
@@ -124,6 +125,22 @@ func (l *loader) layer(i int, kind LayerKind) layer {
 	return L
 }
 
+// transposeTaps turns the stored conv taps [convDim][K] into the
+// deltaNet's layout [K][convDim].
+func transposeTaps(w []float32, K int) []float32 {
+	if w == nil || K <= 0 {
+		return w
+	}
+	cd := len(w) / K
+	t := make([]float32, len(w))
+	for ch := range cd {
+		for j := range K {
+			t[j*cd+ch] = w[ch*K+j]
+		}
+	}
+	return t
+}
+
 // layerVector loads a layer's vector of role into its place.
 func (l *loader) layerVector(L *layer, role, name string, n int) {
 	switch role {
@@ -136,7 +153,7 @@ func (l *loader) layerVector(L *layer, role, name string, n int) {
 	case "k_norm":
 		L.attn.kNorm = l.offsetNorm(name, n)
 	case "conv":
-		L.gdn.conv = l.vector(name, n) // [convDim, 1, K] squeezed
+		L.gdn.conv = transposeTaps(l.vector(name, n), l.c.ConvKernel) // stored [convDim, 1, K]
 	case "dt_bias":
 		L.gdn.dtBias = l.vector(name, n)
 	case "gated_norm":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"forge/tensor"
 )
@@ -17,6 +18,7 @@ type Model struct {
 	norm   []float32 // [H] final norm scale 1+w
 	head   Linear    // lm_head [vocab, H]
 	rope   rope
+	timed  bool // decode steps choose between the pool and running alone (stepMode)
 }
 
 // Rower is a Linear whose rows can be read one at a time: the embedding
@@ -53,11 +55,14 @@ type scratch struct {
 	kp, vp, att tensor.Matrix // [T, Hkv·D] keys, values; [T, Hq·D] attention output
 	obs         tensor.Matrix // observer copies
 	w           []float32     // [Hv·dv] recurrent-step scratch
-	scores      []float32     // decode attention scores
+	scores      []float32     // [Hq][pos+32] decode attention scores
 	cos, sin    []float32     // [T][R/2] RoPE tables
 	heads       []*headScratch
-	job         rowJob  // row-parallel dispatch (rows.go)
-	step        stepJob // head-parallel decode step (deltanet.go)
+	job         rowJob   // row-parallel dispatch (rows.go)
+	step        stepJob  // head-parallel decode step (deltanet.go)
+	stage       stage    // a decode step's products of one input (stage.go)
+	attJob      attJob   // head-parallel decode attention (attention.go)
+	mode        stepMode // whether decode steps use the worker pool (stage.go)
 }
 
 // headScratch is one value head's chunk buffers for prefill.
@@ -129,6 +134,10 @@ func (m *Model) forward(ctx context.Context, s *State, tokens []int, last bool) 
 		panic(fmt.Sprintf("model: %d tokens at position %d go past the context of %d (check with CheckTokens)", T, s.pos, c.MaxContext))
 	}
 	m.begin(s, T)
+	if T == 1 && m.timed {
+		sc.mode.begin()
+		defer sc.mode.end(time.Now())
+	}
 	m.Embed(&sc.x, tokens)
 	s.observe("embed", &sc.x)
 	for li := range m.layers {
@@ -143,9 +152,9 @@ func (m *Model) forward(ctx context.Context, s *State, tokens []int, last bool) 
 	if last && T > 1 {
 		u := tensor.FromSlice(1, c.Hidden, sc.u.Row(T-1))
 		sc.logits.Resize(1, c.Vocab)
-		m.head.Mul(&sc.logits, u)
+		s.products(u).add(m.head, &sc.logits).do()
 	} else {
-		m.head.Mul(&sc.logits, &sc.u)
+		s.products(&sc.u).add(m.head, &sc.logits).do()
 	}
 	s.pos += T
 	return &sc.logits, nil
@@ -163,9 +172,10 @@ func (m *Model) begin(s *State, T int) {
 	if len(sc.w) != c.ValueTotal() {
 		sc.w = make([]float32, c.ValueTotal())
 	}
-	if need := s.pos + 1; len(sc.scores) < need {
+	if need := c.Heads * (s.pos + 32); len(sc.scores) < need { // per head pos+1 rounded up to whole vectors, and one more (attendStep)
 		sc.scores = make([]float32, 2*need)
 	}
+	sc.mode.alone = false
 	sc.x.Resize(T, c.Hidden)
 	m.rope.fill(sc, s.pos, T)
 	sc.u.Resize(T, c.Hidden)
@@ -225,21 +235,13 @@ func (m *Model) layerForward(s *State, li int) {
 	// SwiGLU MLP (docs/model.md §10): (silu(u·W_gateᵀ) ⊙ (u·W_upᵀ))·W_downᵀ.
 	sc.g.Resize(T, c.Intermediate)
 	sc.up.Resize(T, c.Intermediate)
-	L.gate.Mul(&sc.g, &sc.u)
-	L.up.Mul(&sc.up, &sc.u)
+	s.products(&sc.u).add(L.gate, &sc.g).add(L.up, &sc.up).do()
 	s.doRows(opSwiGLU, nil, 0, T)
-	L.down.Mul(&sc.y, &sc.g)
+	s.products(&sc.g).add(L.down, &sc.y).do()
 	s.observeLayer(li, "mlp_out", &sc.y)
 	addTo(sc.x.Data, sc.y.Data)
 	if s.Observe != nil {
 		s.Observe("layer_out."+strconv.Itoa(li), &sc.x)
-	}
-}
-
-func addTo(dst, src []float32) {
-	src = src[:len(dst)]
-	for i := range dst {
-		dst[i] += src[i]
 	}
 }
 

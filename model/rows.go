@@ -28,10 +28,7 @@ func (j *rowJob) rows(lo, hi int) {
 		case opNorm:
 			rmsNorm(sc.u.Row(t), sc.x.Row(t), j.scale, j.eps)
 		case opSwiGLU:
-			g, up := sc.g.Row(t), sc.up.Row(t)
-			for i, v := range g {
-				g[i] = silu(v) * up[i]
-			}
+			swiglu(sc.g.Row(t), sc.up.Row(t))
 		}
 	}
 }

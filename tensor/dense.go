@@ -126,6 +126,34 @@ func (d *Dense) Mul(dst, x *Matrix) {
 	mulJobs.Put(j)
 }
 
+// MulRows sets columns [lo, hi) of dst (outputs lo…hi−1) to those of
+// Mul(dst, x), computed on the calling goroutine: no worker pool, so a
+// caller can split several products of one input over the pool in one
+// call. Other columns of dst are not touched. The values are bit for bit
+// Mul's when lo and hi are multiples of 32 (or hi = out): the kernels
+// group rows from lo, and Mul splits on multiples of 8 (small T) or of
+// the GEMM panel width (32, 16 or 8). It does not allocate (after
+// warm-up) and panics if the shapes or the range do not fit.
+func (d *Dense) MulRows(dst, x *Matrix, lo, hi int) {
+	if x.Cols != d.in || dst.Rows != x.Rows || dst.Cols != d.out || lo < 0 || lo > hi || hi > d.out {
+		panic(fmt.Sprintf("tensor.Dense.MulRows: W %dx%d, x %dx%d, dst %dx%d, rows [%d, %d)",
+			d.out, d.in, x.Rows, x.Cols, dst.Rows, dst.Cols, lo, hi))
+	}
+	if x.Rows == 0 || lo == hi {
+		return
+	}
+	switch g := kern.gemm; {
+	case d.in == 0:
+		for t := range x.Rows {
+			clear(dst.Row(t)[lo:hi])
+		}
+	case x.Rows >= g.minT[d.dt]:
+		d.gemmRows(g, dst, x, lo, hi)
+	default:
+		d.mulRows(dst, x, lo, hi)
+	}
+}
+
 // rowBlock is the number of weight rows the kernels take at a time; the
 // pool splits the output rows on multiples of it.
 const rowBlock = 8

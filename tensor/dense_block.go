@@ -50,7 +50,9 @@ type block struct {
 // each block is used for all x rows before moving on: it streams from
 // memory once (8 rows at a time for one x row, 4 rows for pairs of x rows)
 // and is re-read from L1/L2 for the other x rows. Rows past the last whole
-// block (only at the end of W) go four, then one, at a time.
+// block (only at the end of W) go four, then one, at a time. Each kernel
+// call is followed by ClearUpper: the scalar code that stores its sums
+// would otherwise run in the slow dirty-upper state (upper_simd.go).
 func mulBlock[W uint16 | float32](k *kernels[W], w []W, ldw int, dst, x *Matrix, b block) {
 	n := b.j1 - b.j0
 	wr := func(o int) []W { return w[(o-b.lo)*ldw:] } // rows o, o+1, … at stride ldw
@@ -61,12 +63,15 @@ func mulBlock[W uint16 | float32](k *kernels[W], w []W, ldw int, dst, x *Matrix,
 		t := b.t0
 		for ; t+2 <= b.t1; t += 2 {
 			a0, a1, b0, b1, c0, c1, d0, d1 := k.d4x2(wr(o), ldw, xr(t), xr(t+1))
+			ClearUpper()
 			out.quad2(t, o, a0, a1, b0, b1, c0, c1, d0, d1)
 			a0, a1, b0, b1, c0, c1, d0, d1 = k.d4x2(wr(o+4), ldw, xr(t), xr(t+1))
+			ClearUpper()
 			out.quad2(t, o+4, a0, a1, b0, b1, c0, c1, d0, d1)
 		}
 		if t < b.t1 {
 			s0, s1, s2, s3, s4, s5, s6, s7 := k.d8x1(wr(o), ldw, xr(t))
+			ClearUpper()
 			out.row4(t, o, s0, s1, s2, s3)
 			out.row4(t, o+4, s4, s5, s6, s7)
 		}
@@ -75,17 +80,22 @@ func mulBlock[W uint16 | float32](k *kernels[W], w []W, ldw int, dst, x *Matrix,
 		t := b.t0
 		for ; t+2 <= b.t1; t += 2 {
 			a0, a1, b0, b1, c0, c1, d0, d1 := k.d4x2(wr(o), ldw, xr(t), xr(t+1))
+			ClearUpper()
 			out.quad2(t, o, a0, a1, b0, b1, c0, c1, d0, d1)
 		}
 		if t < b.t1 {
 			for r := o; r < o+4; r++ {
-				out.put(t, r, k.d1x1(wr(r)[:n], xr(t)))
+				v := k.d1x1(wr(r)[:n], xr(t))
+				ClearUpper()
+				out.put(t, r, v)
 			}
 		}
 	}
 	for ; o < b.hi; o++ {
 		for t := b.t0; t < b.t1; t++ {
-			out.put(t, o, k.d1x1(wr(o)[:n], xr(t)))
+			v := k.d1x1(wr(o)[:n], xr(t))
+			ClearUpper()
+			out.put(t, o, v)
 		}
 	}
 }

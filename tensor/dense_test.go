@@ -297,3 +297,53 @@ func TestGEMMThresholds(t *testing.T) {
 		}
 	}
 }
+
+// TestDenseMulRows: MulRows over splits at multiples of 32 rows gives
+// Mul's result bit for bit (decode, small-T and GEMM paths), an odd range
+// gives the right values (to float32 rounding) and touches no other
+// column, and a range outside W panics.
+func TestDenseMulRows(t *testing.T) {
+	shapes := []struct{ out, in, T int }{{70, 300, 1}, {131, 96, 1}, {37, 75, 3}, {100, 130, 22}, {96, 256, 129}}
+	forEachKernelSet(t, func(t *testing.T) {
+		for _, c := range shapes {
+			for _, dt := range dtypes {
+				d, x := denseCase(dt, c.out, c.in, c.T, 2)
+				want := New(c.T, c.out)
+				d.Mul(want, x)
+				got := New(c.T, c.out)
+				for lo, size := 0, 32; lo < c.out; lo, size = lo+size, size+32 {
+					d.MulRows(got, x, lo, min(lo+size, c.out))
+				}
+				for i, w := range want.Data {
+					if math.Float32bits(got.Data[i]) != math.Float32bits(w) {
+						t.Fatalf("%s %dx%d T=%d: MulRows [%d][%d] = %v, Mul %v", dt, c.out, c.in, c.T, i/c.out, i%c.out, got.Data[i], w)
+					}
+				}
+				for i := range got.Data {
+					got.Data[i] = float32(math.NaN())
+				}
+				d.MulRows(got, x, 5, 9)
+				ref, bound := mulRef(d, x)
+				for i, v := range got.Data {
+					o := i % c.out
+					if o < 5 || o >= 9 {
+						if v == v {
+							t.Fatalf("%s: MulRows [5, 9) wrote column %d", dt, o)
+						}
+						continue
+					}
+					if tol := 1e-5*bound[i] + 1e-30; !(math.Abs(float64(v)-ref[i]) <= tol) {
+						t.Fatalf("%s: MulRows [5, 9) column %d = %v, want %v ± %g", dt, o, v, ref[i], tol)
+					}
+				}
+			}
+		}
+	})
+	d, x := denseCase("bf16", 8, 16, 1, 3)
+	defer func() {
+		if recover() == nil {
+			t.Error("MulRows past the last row did not panic")
+		}
+	}()
+	d.MulRows(New(1, 8), x, 4, 9)
+}

@@ -32,7 +32,8 @@ var Default = NewPool(0)
 // Waiting is bounded spinning, then blocking. A hand-off to a parked
 // goroutine costs about 20 µs here (futex wake-ups), more than a whole
 // decode-step product of a small model, so idle workers and a caller
-// waiting for its last chunks poll (yielding, runtime.Gosched) for up to
+// waiting for its last chunks poll (an atomic, yielding to other goroutines
+// with runtime.Gosched about every microsecond) for up to
 // spinFor before they block. Polling only pays when the machine has cores
 // to spare: when a hand-off to a polling worker takes longer than
 // busyLatency — the operating system did not run it — the pool stops
@@ -63,6 +64,11 @@ const (
 	// spinFor is how long an idle worker, or a caller waiting for its
 	// workers, polls before it blocks.
 	spinFor = 50 * time.Microsecond
+	// spinYield is how many polls of an atomic a polling goroutine makes
+	// between yields (runtime.Gosched, about a microsecond apart): a
+	// yield at every poll sends each poll through the scheduler's run
+	// queue and its lock, which slowed hand-offs and the caller.
+	spinYield = 256
 	// busyLatency is the hand-off time to a polling worker beyond which
 	// the machine is taken to be busy (an unloaded hand-off takes < 5 µs).
 	busyLatency = 500 * time.Microsecond
@@ -191,11 +197,13 @@ func (p *Pool) post(n, k int, fn func(lo, hi int)) *job {
 func (p *Pool) wait(j *job) {
 	if j.left.Load() != 0 && p.polling() {
 		t0 := time.Now()
-		for i := 0; j.left.Load() != 0; i++ {
-			if i%64 == 63 && time.Since(t0) > spinFor {
-				break
+		for i := 1; j.left.Load() != 0; i++ {
+			if i%spinYield == 0 {
+				if time.Since(t0) > spinFor {
+					break
+				}
+				runtime.Gosched()
 			}
-			runtime.Gosched()
 		}
 	}
 	if j.left.Load() != 0 {
@@ -270,11 +278,13 @@ func (w *worker) loop() {
 		}
 		if p.polling() {
 			t0 := time.Now()
-			for i := 0; p.seq.Load() == seen; i++ {
-				if i%64 == 63 && time.Since(t0) > spinFor {
-					break
+			for i := 1; p.seq.Load() == seen; i++ {
+				if i%spinYield == 0 {
+					if time.Since(t0) > spinFor {
+						break
+					}
+					runtime.Gosched()
 				}
-				runtime.Gosched()
 			}
 			if p.seq.Load() != seen {
 				polled = true

@@ -1,0 +1,202 @@
+package model
+
+import (
+	"time"
+
+	"forge/tensor"
+)
+
+// A decode step's products are small (forge-tiny's largest layer product
+// reads 196 KB of LUT4 weights, ~20 µs of one core), so handing each one
+// to the worker pool on its own costs a hand-off per product and leaves
+// the smaller ones on one core. A stage runs the products of one input
+// (a layer's mixer input projections, MLP gate and up) as one pool call
+// whose chunks are ranges of their stacked output rows, balanced by
+// weight bytes: every core gets a share of every product, and a layer
+// makes a few hand-offs instead of one per matrix.
+
+// rowsLinear is a Linear that computes a range of its outputs on the
+// calling goroutine (lut.Matrix and tensor.Dense have MulRows).
+type rowsLinear interface {
+	Linear
+	MulRows(dst, x *tensor.Matrix, lo, hi int)
+}
+
+const (
+	// stageUnit is the row granularity of a stage's chunks: they split a
+	// matrix at multiples of 32 rows, where MulRows gives Mul's bits.
+	stageUnit = 32
+	// stageBytes is the least weight bytes per chunk (~1.5 µs of the
+	// LUT4 kernel on one core), so that a chunk is worth a hand-off.
+	stageBytes = 16 << 10
+	// maxStage is the most products a stage takes.
+	maxStage = 4
+)
+
+// stage is the products of one input x [1, in] of a decode step. Build it
+// with products and add, run it with do. With x of more than one row, or a
+// Linear without MulRows, do runs the products one after another, each
+// with Mul (which splits itself over the pool).
+type stage struct {
+	x     *tensor.Matrix
+	n     int
+	lin   [maxStage]Linear
+	dst   [maxStage]*tensor.Matrix
+	rows  [maxStage]int // out of each product
+	end   [maxStage]int // units (stageUnit rows) of products 0…i
+	bytes int64
+	split bool // every product has MulRows and x has one row
+	alone bool // run the chunks on the caller (stepMode)
+	run   func(lo, hi int)
+}
+
+// products starts a stage on input x (the State's one stage: stages do not
+// nest).
+func (s *State) products(x *tensor.Matrix) *stage {
+	st := &s.sc.stage
+	if st.run == nil {
+		st.run = st.chunk // built once, so do allocates nothing
+	}
+	st.x, st.n, st.bytes, st.split, st.alone = x, 0, 0, x.Rows == 1, s.sc.mode.alone
+	return st
+}
+
+// add appends dst = x·Wᵀ to the stage; dst is already shaped.
+func (st *stage) add(l Linear, dst *tensor.Matrix) *stage {
+	out, in := l.Dims()
+	_, ok := l.(rowsLinear)
+	st.split = st.split && ok
+	prev := 0
+	if st.n > 0 {
+		prev = st.end[st.n-1]
+	}
+	st.lin[st.n], st.dst[st.n], st.rows[st.n] = l, dst, out
+	st.end[st.n] = prev + (out+stageUnit-1)/stageUnit
+	if b, ok := l.(interface{ Bytes() int64 }); ok {
+		st.bytes += b.Bytes()
+	} else {
+		st.bytes += 4 * int64(out) * int64(in)
+	}
+	st.n++
+	return st
+}
+
+// do runs the stage's products and returns when all are done.
+func (st *stage) do() {
+	if !st.split {
+		for i := range st.n {
+			st.lin[i].Mul(st.dst[i], st.x)
+		}
+		return
+	}
+	units := st.end[st.n-1]
+	if st.alone { // stepMode found the pool slower: no hand-offs
+		st.chunk(0, units)
+		tensor.ClearUpper()
+		return
+	}
+	grain := int((int64(units)*stageBytes + st.bytes - 1) / max(st.bytes, 1))
+	tensor.ParallelGrain(units, max(grain, 1), st.run)
+}
+
+// chunk computes units [lo, hi) of the stacked output rows.
+func (st *stage) chunk(lo, hi int) {
+	start := 0
+	for i := range st.n {
+		if end := st.end[i]; lo < end && hi > start {
+			a, b := max(lo, start)-start, min(hi, end)-start
+			st.lin[i].(rowsLinear).MulRows(st.dst[i], st.x, a*stageUnit, min(b*stageUnit, st.rows[i]))
+		}
+		start = st.end[i]
+	}
+}
+
+// stepMode chooses, decode step by decode step, whether the step hands
+// work to the worker pool (its stages, a large delta rule, many attention
+// heads) or runs alone on the calling goroutine, by timing both. On an
+// idle machine the pool wins; when other processes keep the cores busy,
+// a hand-off can cost a descheduled caller tens of microseconds and
+// running alone wins (BENCHMARKS.md, issue 12). The results are the same
+// bits either way (stages split where MulRows gives Mul's bits), so only
+// the speed depends on the choice.
+//
+// Only models whose decode step reads less than modeBytes of weights
+// choose: a larger step splits into chunks of milliseconds, whose
+// hand-offs cost little even on a busy machine, and running alone would
+// lose the second core's memory bandwidth (the first steps' turns alone
+// would cost a large model seconds).
+//
+// Steps run in the mode with the lower running mean step time, changing
+// modes only when the other is modeGain faster, except that every
+// modeProbe steps two run in the other mode, to keep its mean current as
+// the load changes; at first the modes take turns. Only the second step
+// of each turn is timed: the first after running alone wakes the pool's
+// parked workers, which a steady run in that mode does not pay. Step
+// times are noisy, with a tail on a busy machine that the mean must see
+// (it is what costs throughput) but single outliers it must not follow
+// (a step the operating system preempted, the cold first steps): each
+// time counts at most modeClip times its mode's running median, which
+// moves modeStep towards every time.
+type stepMode struct {
+	alone bool       // the current step runs on the caller alone
+	timed bool       // the current step's time is recorded
+	pick  bool       // the chosen mode: alone
+	steps int        // decode steps begun
+	mean  [2]float64 // running mean step time (ns): [0] with the pool, [1] alone
+	med   [2]float64 // running median step time (ns)
+	runs  [2]int     // steps timed in each mode
+}
+
+const (
+	modeBytes = 64 << 20 // weights read per step below which a model's steps choose
+	modeWarm  = 3        // steps timed in each mode before choosing
+	modeProbe = 64       // two steps in modeProbe run in the other mode
+	modeGain  = 0.03     // the other mode must be this much faster to switch
+	modeAvg   = 16       // each time moves its mode's mean 1/modeAvg of the way
+	modeStep  = 0.03     // each time moves its mode's median by this fraction
+	modeClip  = 3        // a time counts at most modeClip medians in the mean
+)
+
+// begin picks the mode of the next decode step.
+func (m *stepMode) begin() {
+	k := m.steps
+	m.steps++
+	if m.runs[0] < modeWarm || m.runs[1] < modeWarm {
+		m.alone, m.timed = k/2%2 == 1, k%2 == 1
+		m.pick = m.mean[1] < m.mean[0]
+		return
+	}
+	if a, p := m.mean[1], m.mean[0]; m.pick && p < (1-modeGain)*a || !m.pick && a < (1-modeGain)*p {
+		m.pick = !m.pick
+	}
+	m.alone, m.timed = m.pick, true
+	if p := k % modeProbe; p >= modeProbe-2 {
+		m.alone, m.timed = !m.pick, p == modeProbe-1
+	}
+}
+
+// end records the time of the step begun at t0.
+func (m *stepMode) end(t0 time.Time) {
+	if !m.timed {
+		return
+	}
+	i, ns := 0, float64(time.Since(t0))
+	if m.alone {
+		i = 1
+	}
+	switch {
+	case m.runs[i] == 0:
+		m.mean[i], m.med[i] = ns, ns
+	case m.runs[i] < modeWarm: // the first steps (cold caches): start at their least
+		m.med[i] = min(m.med[i], ns)
+		m.mean[i] = m.med[i]
+	default:
+		m.mean[i] += (min(ns, modeClip*m.med[i]) - m.mean[i]) / modeAvg
+		if ns > m.med[i] {
+			m.med[i] *= 1 + modeStep
+		} else {
+			m.med[i] *= 1 - modeStep
+		}
+	}
+	m.runs[i]++
+}

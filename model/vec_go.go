@@ -1,0 +1,25 @@
+//go:build !(goexperiment.simd && amd64)
+
+package model
+
+// Without GOEXPERIMENT=simd on amd64 there are no vector kernels: each
+// reports that it did nothing and the scalar loops of vec.go run.
+
+func swigluFast(g, up []float32) int                                            { return 0 }
+func siluFast(x []float32) int                                                  { return 0 }
+func mulSiluFast(o, z []float32) int                                            { return 0 }
+func mulSigmoidFast(o, g []float32) int                                         { return 0 }
+func mulAddFast(y, a, b []float32) int                                          { return 0 }
+func addFast(y, a []float32) int                                                { return 0 }
+func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool { return false }
+
+func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool { return false }
+
+// attendValues sets o to Σ_τ w[τ]·v_τ (attend's weighted sum; it only
+// runs after attendScores, which this build does not have).
+func attendValues(o, w, V []float32, n, stride, off int) {
+	clear(o)
+	for tau, e := range w[:n] {
+		axpy(o, e, V[tau*stride+off:][:len(o)])
+	}
+}

@@ -1,0 +1,292 @@
+//go:build goexperiment.simd && amd64
+
+package model
+
+import (
+	"math"
+	"simd/archsimd"
+)
+
+// AVX-512 twins of the elementwise loops (vec.go), the recurrent delta
+// rule step (deltaStep) and one attention head of a decode step
+// (attendScores, attendValues). Each makes the scalar code's float32
+// operations in the scalar code's order, lane by lane, except the
+// attention's dot products
+// (see there), so results are bit for bit those of the scalar code. Each
+// ends with VZEROUPPER (tensor.ClearUpper explains why: the scalar code
+// that follows would otherwise run many times slower).
+
+// vecReady: the kernels need AVX-512 F; without it the scalar code runs.
+var vecReady = archsimd.X86.AVX512()
+
+type f32x16 = archsimd.Float32x16
+
+func ld16(s []float32) f32x16    { return archsimd.LoadFloat32x16((*[16]float32)(s[:16])) }
+func st16(s []float32, v f32x16) { v.Store((*[16]float32)(s[:16])) }
+func bc16(x float32) f32x16      { return archsimd.BroadcastFloat32x16(x) }
+
+// exp32x16 is exp32 on 16 lanes: the same reduction, polynomial and
+// special cases; the final 2ⁿ scaling is one VSCALEFPS, which rounds
+// p·2ⁿ once as exp32's one or two exact-then-rounding products do.
+func exp32x16(x f32x16) f32x16 {
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693359375
+		ln2lo = -2.12194440e-4
+	)
+	n := x.Mul(bc16(log2e)).Add(bc16(0.5)).FloorScaled(0)
+	r := x.Sub(n.Mul(bc16(ln2hi))).Sub(n.Mul(bc16(ln2lo)))
+	p := r.Mul(bc16(1.0 / 5040)).Add(bc16(1.0 / 720))
+	p = r.Mul(p).Add(bc16(1.0 / 120))
+	p = r.Mul(p).Add(bc16(1.0 / 24))
+	p = r.Mul(p).Add(bc16(1.0 / 6))
+	p = r.Mul(p).Add(bc16(0.5))
+	p = r.Mul(p).Add(bc16(1))
+	p = r.Mul(p).Add(bc16(1))
+	e := p.Scale(n)
+	e = bc16(inf32).Merge(e, x.Greater(bc16(88.72284)))
+	e = f32x16{}.Merge(e, x.Less(bc16(-103.97208)))
+	return x.Merge(e, x.IsNaN())
+}
+
+// inf32 is +Inf as a float32.
+var inf32 = float32(math.Inf(1))
+
+// sigmoid16 is sigmoid on 16 lanes: e = exp32(−|x|), then 1/(1+e) for
+// x ≥ 0 and e/(1+e) otherwise.
+func sigmoid16(x f32x16) f32x16 {
+	neg := x.AsUint32x16().Or(archsimd.BroadcastUint32x16(1 << 31)).AsFloat32x16() // −|x|
+	e := exp32x16(neg)
+	one := bc16(1)
+	return one.Merge(e, x.GreaterEqual(f32x16{})).Div(one.Add(e))
+}
+
+func silu16(x f32x16) f32x16 { return x.Mul(sigmoid16(x)) }
+
+// decay16 is decay32 on 16 lanes.
+func decay16(x f32x16) f32x16 {
+	return f32x16{}.Merge(exp32x16(x), x.Less(bc16(minNormalExp)))
+}
+
+func swigluFast(g, up []float32) int {
+	if !vecReady {
+		return 0
+	}
+	i := 0
+	for ; i+16 <= len(g); i += 16 {
+		st16(g[i:], silu16(ld16(g[i:])).Mul(ld16(up[i:])))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func siluFast(x []float32) int {
+	if !vecReady {
+		return 0
+	}
+	i := 0
+	for ; i+16 <= len(x); i += 16 {
+		st16(x[i:], silu16(ld16(x[i:])))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func mulSiluFast(o, z []float32) int {
+	if !vecReady {
+		return 0
+	}
+	i := 0
+	for ; i+16 <= len(o); i += 16 {
+		st16(o[i:], ld16(o[i:]).Mul(silu16(ld16(z[i:]))))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func mulSigmoidFast(o, g []float32) int {
+	if !vecReady {
+		return 0
+	}
+	i := 0
+	for ; i+16 <= len(o); i += 16 {
+		st16(o[i:], ld16(o[i:]).Mul(sigmoid16(ld16(g[i:]))))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func mulAddFast(y, a, b []float32) int {
+	if !vecReady {
+		return 0
+	}
+	i := 0
+	for ; i+16 <= len(y); i += 16 {
+		st16(y[i:], ld16(y[i:]).Add(ld16(a[i:]).Mul(ld16(b[i:]))))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func addFast(y, a []float32) int {
+	if !vecReady {
+		return 0
+	}
+	i := 0
+	for ; i+16 <= len(y); i += 16 {
+		st16(y[i:], ld16(y[i:]).Add(ld16(a[i:])))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+// deltaStepFast is deltaStep's recurrence (α = e^g already computed) on
+// 16 columns of S at a time: every column's sums run over the key rows in
+// deltaStep's order, so the results are its own. It needs dv a multiple
+// of 16 and reports whether it ran.
+func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool {
+	dk, dv := len(k), len(v)
+	if !vecReady || dv%16 != 0 {
+		return false
+	}
+	S = S[:dk*dv]
+	q = q[:dk]
+	a, b := bc16(alpha), bc16(beta)
+	c := 0
+	for ; c+32 <= dv; c += 32 { // 32 columns a pass: one broadcast of k_i, q_i per row for two vectors
+		var w0, w1 f32x16
+		for i, ki := range k {
+			row := S[i*dv+c:][:32]
+			r0, r1 := ld16(row).Mul(a), ld16(row[16:]).Mul(a)
+			st16(row, r0)
+			st16(row[16:], r1)
+			kb := bc16(ki)
+			w0, w1 = w0.Add(kb.Mul(r0)), w1.Add(kb.Mul(r1))
+		}
+		u0, u1 := b.Mul(ld16(v[c:]).Sub(w0)), b.Mul(ld16(v[c+16:]).Sub(w1))
+		var o0, o1 f32x16
+		for i, ki := range k {
+			row := S[i*dv+c:][:32]
+			kb, qb := bc16(ki), bc16(q[i])
+			r0, r1 := ld16(row).Add(kb.Mul(u0)), ld16(row[16:]).Add(kb.Mul(u1))
+			st16(row, r0)
+			st16(row[16:], r1)
+			o0, o1 = o0.Add(qb.Mul(r0)), o1.Add(qb.Mul(r1))
+		}
+		st16(o[c:], o0)
+		st16(o[c+16:], o1)
+	}
+	for ; c < dv; c += 16 {
+		var w f32x16
+		for i, ki := range k {
+			row := S[i*dv+c:]
+			r := ld16(row).Mul(a)
+			st16(row, r)
+			w = w.Add(bc16(ki).Mul(r))
+		}
+		u := b.Mul(ld16(v[c:]).Sub(w))
+		var oc f32x16
+		for i, ki := range k {
+			row := S[i*dv+c:]
+			r := ld16(row).Add(bc16(ki).Mul(u))
+			st16(row, r)
+			oc = oc.Add(bc16(q[i]).Mul(r))
+		}
+		st16(o[c:], oc)
+	}
+	archsimd.ClearAVXUpperBits()
+	return true
+}
+
+// attendScores is the softmax of one query head of a decode step's
+// attention (attend with t = 0): w[τ] = softmax(q·k_τ·scale) over the n
+// cached keys, K rows at stride floats from offset off. w must have room
+// for n rounded up to a multiple of 16, plus 16. The softmax is attend's
+// operations in attend's order; the dot products q·k are summed in 16
+// lanes with FMA and then across lanes (not attend's four partial sums),
+// so scores differ from attend's by float32 rounding. No scalar float
+// code runs between vector code (it would run in the slow dirty-upper
+// state): each score leaves its vector as a 4-float store, and the
+// maximum is taken by permutes. It needs D = len(q) a multiple of 64 and
+// reports whether it ran.
+func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool {
+	D, nw := len(q), (n+15)&^15
+	if !vecReady || D%64 != 0 || len(w) < nw+16 {
+		return false
+	}
+	w = w[:nw+16]
+	for tau := range n {
+		k := K[tau*stride+off:][:D]
+		var a, b f32x16
+		for c := 0; c < D; c += 64 {
+			a = ld16(q[c:]).MulAdd(ld16(k[c:]), a)
+			b = ld16(q[c+16:]).MulAdd(ld16(k[c+16:]), b)
+			a = ld16(q[c+32:]).MulAdd(ld16(k[c+32:]), a)
+			b = ld16(q[c+48:]).MulAdd(ld16(k[c+48:]), b)
+		}
+		a = a.Add(b)
+		h := a.GetLo().Add(a.GetHi())
+		s := h.GetLo().Add(h.GetHi())
+		s = s.AddPairs(s)
+		s = s.AddPairs(s)                      // every lane: q·k
+		s.Store((*[4]float32)(w[tau : tau+4])) // lanes past tau: rewritten by the next positions
+	}
+	sv, mv := bc16(scale), bc16(-inf32)
+	last := archsimd.Mask32x16FromBits(uint16(1)<<(n-(nw-16)) - 1) // lanes < n of the last block
+	for t0 := 0; t0 < nw; t0 += 16 {
+		v := ld16(w[t0:]).Mul(sv)
+		if t0 == nw-16 {
+			v = v.Merge(bc16(-inf32), last) // −Inf past n: weight 0 below
+		}
+		st16(w[t0:], v)
+		mv = mv.Max(v)
+	}
+	for _, idx := range &maxIdx { // every lane ← the maximum of all 16
+		mv = mv.Max(mv.Permute(archsimd.LoadUint32x16(idx)))
+	}
+	for t0 := 0; t0 < nw; t0 += 16 {
+		st16(w[t0:], decay16(ld16(w[t0:]).Sub(mv)))
+	}
+	archsimd.ClearAVXUpperBits()
+	var sum float64
+	for _, e := range w[:n] {
+		sum += float64(e)
+	}
+	inv := bc16(float32(1 / sum))
+	for t0 := 0; t0 < nw; t0 += 16 {
+		st16(w[t0:], ld16(w[t0:]).Mul(inv))
+	}
+	archsimd.ClearAVXUpperBits()
+	return true
+}
+
+// attendValues sets o [D] to Σ_τ w[τ]·v_τ over the n cached values, V
+// rows at stride floats from offset off: attend's weighted sum in
+// attend's order. It needs D a multiple of 64 (attendScores ran).
+func attendValues(o, w, V []float32, n, stride, off int) {
+	D := len(o)
+	for c := 0; c < D; c += 64 {
+		var o0, o1, o2, o3 f32x16
+		for tau, e := range w[:n] {
+			p, v := bc16(e), V[tau*stride+off+c:][:64]
+			o0 = o0.Add(p.Mul(ld16(v)))
+			o1 = o1.Add(p.Mul(ld16(v[16:])))
+			o2 = o2.Add(p.Mul(ld16(v[32:])))
+			o3 = o3.Add(p.Mul(ld16(v[48:])))
+		}
+		st16(o[c:], o0)
+		st16(o[c+16:], o1)
+		st16(o[c+32:], o2)
+		st16(o[c+48:], o3)
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// maxIdx are the lane permutations of attendScores' maximum: swap halves,
+// quarters, pairs, neighbours.
+var maxIdx = [4]*[16]uint32{
+	{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7},
+	{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11},
+	{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13},
+	{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14},
+}

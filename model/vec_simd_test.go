@@ -1,0 +1,41 @@
+//go:build goexperiment.simd && amd64
+
+package model
+
+import (
+	"math"
+	"simd/archsimd"
+	"testing"
+)
+
+// TestExp32x16 checks that the vector exp32 gives exp32's bits for every
+// float32 at a stride over the whole range (both signs, NaNs and
+// infinities included) and for the special inputs of vecInputs.
+func TestExp32x16(t *testing.T) {
+	if !vecReady {
+		t.Skip("no AVX-512: the vector kernels do not run")
+	}
+	var x, got [16]float32
+	check := func() {
+		exp32x16(archsimd.LoadFloat32x16(&x)).Store(&got)
+		for i, v := range got {
+			if w := exp32(x[i]); !sameBits(v, w) {
+				t.Fatalf("exp32x16(%v) = %v (%#x), exp32 %v (%#x)", x[i], v, math.Float32bits(v), w, math.Float32bits(w))
+			}
+		}
+	}
+	step := uint64(1) << 10
+	if testing.Short() {
+		step = 1 << 14
+	}
+	for b, i := uint64(0), 0; b < 1<<32; b += step - 3 {
+		x[i] = math.Float32frombits(uint32(b))
+		if i++; i == 16 {
+			check()
+			i = 0
+		}
+	}
+	in := vecInputs(16, 9)
+	copy(x[:], in)
+	check()
+}
