@@ -108,6 +108,10 @@ func (j *attJob) heads(lo, hi int) {
 	D, kvw, ws := c.HeadDim, c.KVHeads*c.HeadDim, j.pos+32
 	scale := float32(1 / math.Sqrt(float64(D)))
 	rq := c.Heads / c.KVHeads
+	if j.ls.q.k != nil { // the int8 cache: the plain loop widens as it reads
+		j.a.attend(c, j.pos, j.ls, sc, 0, lo, hi, sc.scores[lo*ws:])
+		return
+	}
 	// Every head's scores, then every head's values: the heads of a KV
 	// head read its keys (then values) while they are still in L1.
 	for h := lo; h < hi; h++ {
