@@ -68,10 +68,11 @@ func dot(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// axpy does y += a·x.
+// axpy does y += a·x (each product rounded, then added: the vector twin
+// axpyFast gives the same bits).
 func axpy(y []float32, a float32, x []float32) {
 	x = x[:len(y)]
-	for i := range y {
+	for i := axpyFast(y, a, x); i < len(y); i++ {
 		y[i] += a * x[i]
 	}
 }

@@ -11,6 +11,7 @@ func mulSiluFast(o, z []float32) int                                            
 func mulSigmoidFast(o, g []float32) int                                         { return 0 }
 func mulAddFast(y, a, b []float32) int                                          { return 0 }
 func addFast(y, a []float32) int                                                { return 0 }
+func axpyFast(y []float32, a float32, x []float32) int                          { return 0 }
 func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool { return false }
 
 func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool { return false }

@@ -128,6 +128,18 @@ func mulAddFast(y, a, b []float32) int {
 	return i
 }
 
+func axpyFast(y []float32, a float32, x []float32) int {
+	if !vecReady || len(y) < 16 {
+		return 0
+	}
+	av, i := bc16(a), 0
+	for ; i+16 <= len(y); i += 16 {
+		st16(y[i:], ld16(y[i:]).Add(ld16(x[i:]).Mul(av)))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
 func addFast(y, a []float32) int {
 	if !vecReady {
 		return 0

@@ -57,6 +57,11 @@ func TestVecElementwise(t *testing.T) {
 		y = append(y[:0], a...)
 		addTo(y, b)
 		check("addTo", y, func(i int) float32 { return a[i] + b[i] })
+		if n > 0 {
+			y = append(y[:0], a...)
+			axpy(y, c[0], b)
+			check("axpy", y, func(i int) float32 { p := c[0] * b[i]; return a[i] + p })
+		}
 	}
 }
 
