@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,5 +237,48 @@ func TestEvalKVInt8(t *testing.T) {
 	}
 	if kl["f32"] > 1e-9 || kl["int8"] <= 1e-7 || kl["int8"] > 0.01 {
 		t.Fatalf("mean KL f32 %g, int8 %g", kl["f32"], kl["int8"])
+	}
+}
+
+// TestChatInterruptKeepsConversation: Ctrl-C (SIGINT) during a reply
+// stops that reply only; the chat goes on reading, and the conversation
+// saved afterwards holds the question and the partial answer.
+func TestChatInterruptKeepsConversation(t *testing.T) {
+	dir := t.TempDir()
+	saved := filepath.Join(dir, "conv.json")
+	cmd := exec.Command(forgeBin, "chat", "--model", tiny, "--max-tokens", "4000", "--loop-guard", "0", "--seed", "5")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(in, "Tell me a long story\n")
+	buf := make([]byte, 64)
+	if _, err := io.ReadAtLeast(out, buf, 16); err != nil { // the reply is streaming
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	io.WriteString(in, "/save "+saved+"\n")
+	in.Close()
+	go io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	noCrash(t, errb.String())
+	var conv []map[string]string
+	data, _ := os.ReadFile(saved)
+	if err := json.Unmarshal(data, &conv); err != nil || len(conv) != 2 || conv[0]["content"] != "Tell me a long story" || conv[1]["role"] != "assistant" {
+		t.Fatalf("saved %s (%v); stderr %s", data, err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "finish cancel (interrupted)") {
+		t.Fatalf("stderr %q", errb.String())
 	}
 }
