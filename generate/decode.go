@@ -18,8 +18,9 @@ type run struct {
 	text         stopper
 	stream       *tokenizer.Stream
 	sampler      *sample.Sampler
-	nextCheck    int  // reply length at which the loop guard looks next
-	thinkChecked bool // the thinking budget was reached
+	nextCheck    int    // reply length at which the loop guard looks next
+	thinkChecked bool   // the thinking budget was reached
+	one          [1]int // the token a decode step feeds
 }
 
 func (e *Engine) newRun(req Request, emit func(string) error) *run {
@@ -63,7 +64,8 @@ func (g *run) decode(ctx context.Context, logits []float32, room int) error {
 			}
 			continue
 		}
-		lg := e.m.Forward(e.s, []int{id})
+		g.one[0] = id
+		lg := e.m.Forward(e.s, g.one[:])
 		e.fed = append(e.fed, id)
 		logits = lg.Row(0)
 	}
