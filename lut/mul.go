@@ -65,11 +65,7 @@ func (m *Matrix) Mul(dst, x *tensor.Matrix) {
 	}
 	j := mulJobs.Get().(*mulJob)
 	defer mulJobs.Put(j)
-	if m.p.Rotation != nil {
-		j.xr.Resize(x.Rows, m.in)
-		m.p.Rotation.Rotate(&j.xr, x)
-		x = &j.xr
-	}
+	x = m.rotate(j, x)
 	if m.dense != nil {
 		m.dense.Mul(dst, x)
 	} else {
@@ -113,11 +109,7 @@ func (m *Matrix) MulRows(dst, x *tensor.Matrix, lo, hi int) {
 	}
 	j := mulJobs.Get().(*mulJob)
 	defer mulJobs.Put(j)
-	if m.p.Rotation != nil {
-		j.xr.Resize(x.Rows, m.in)
-		m.p.Rotation.Rotate(&j.xr, x)
-		x = &j.xr
-	}
+	x = m.rotate(j, x)
 	if m.dense != nil {
 		m.dense.MulRows(dst, x, lo, hi)
 	} else {
@@ -141,6 +133,17 @@ func (m *Matrix) MulRows(dst, x *tensor.Matrix, lo, hi int) {
 			}
 		}
 	}
+}
+
+// rotate returns x' = x·M in j's scratch when the matrix has a Rotation,
+// else x.
+func (m *Matrix) rotate(j *mulJob, x *tensor.Matrix) *tensor.Matrix {
+	if m.p.Rotation == nil {
+		return x
+	}
+	j.xr.Resize(x.Rows, m.in)
+	m.p.Rotation.Rotate(&j.xr, x)
+	return &j.xr
 }
 
 // mulIndexed runs the kernels over the index rows on the worker pool.

@@ -35,15 +35,7 @@ func (f *GenDataFlags) options(seed uint64) (forge.GenerateOptions, error) {
 	}
 	if f.Temperature != nil || f.TopP != nil || f.TopK != nil {
 		s := forge.GenSampling{Temperature: forge.DefaultGenTemperature, TopP: forge.DefaultGenTopP, TopK: forge.DefaultGenTopK}
-		if f.Temperature != nil {
-			s.Temperature = *f.Temperature
-		}
-		if f.TopP != nil {
-			s.TopP = *f.TopP
-		}
-		if f.TopK != nil {
-			s.TopK = *f.TopK
-		}
+		setSampling(f.Temperature, f.TopP, f.TopK, &s.Temperature, &s.TopP, &s.TopK)
 		o.Sampling = &s
 	}
 	return o, nil

@@ -48,15 +48,7 @@ func (f *GenFlags) config() (forge.RunConfig, error) {
 		return forge.RunConfig{}, fmt.Errorf("--loop-guard %d: want a number of repetitions, or 0 for off", f.LoopGuard)
 	}
 	s := forge.DefaultSampling(f.Think)
-	if f.Temperature != nil {
-		s.Temperature = *f.Temperature
-	}
-	if f.TopP != nil {
-		s.TopP = *f.TopP
-	}
-	if f.TopK != nil {
-		s.TopK = *f.TopK
-	}
+	setSampling(f.Temperature, f.TopP, f.TopK, &s.Temperature, &s.TopP, &s.TopK)
 	s.MinP, s.Presence = f.MinP, f.Presence
 	s.DRY = sample.DRY{Multiplier: f.DRY, Base: f.DRYBase, Allowed: f.DRYAllowed}
 	if f.Seed != nil {
@@ -90,6 +82,20 @@ func (f *GenFlags) config() (forge.RunConfig, error) {
 		cfg.ThinkBudget = budget
 	}
 	return cfg, nil
+}
+
+// setSampling copies the sampling flags that were given (non-nil) over
+// the defaults in temp, topP and topK.
+func setSampling(flagTemp, flagTopP *float64, flagTopK *int, temp, topP *float64, topK *int) {
+	if flagTemp != nil {
+		*temp = *flagTemp
+	}
+	if flagTopP != nil {
+		*topP = *flagTopP
+	}
+	if flagTopK != nil {
+		*topK = *flagTopK
+	}
 }
 
 // thinkBudget reads --think-budget: a number of tokens, auto or off.
