@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"forge/internal/membw"
@@ -89,7 +90,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	rep := &BenchReport{Model: filepath.Base(filepath.Clean(cfg.Model)), Format: in.Format, Bytes: in.Bytes, Params: in.Params,
 		WeightBytes: m.WeightBytes(), PromptTokens: cfg.PromptTokens, Gen: cfg.Gen, Repeat: cfg.Repeat, KV: cfg.KV.String()}
 	if rep.Format == "" {
-		rep.Format = fmt.Sprint(in.DTypes)
+		rep.Format = strings.ToLower(strings.Join(in.DTypes, "+")) // a checkpoint: its dtypes
 	}
 	rep.BPW = 8 * float64(rep.Bytes) / float64(max(rep.Params, 1))
 	toks := make([]int, max(cfg.PromptTokens, cfg.Gen))
