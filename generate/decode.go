@@ -54,8 +54,7 @@ func (g *run) decode(ctx context.Context, logits []float32, room int) error {
 			return err
 		}
 		if len(g.res.Tokens) >= room {
-			g.res.Metrics.ContextFull = room < g.req.MaxTokens || g.req.MaxTokens == 0 && e.m.Config().MaxContext > 0
-			return g.finish(FinishLength, nil)
+			return g.full(room)
 		}
 		if g.thinkDue() {
 			var err error
@@ -69,6 +68,13 @@ func (g *run) decode(ctx context.Context, logits []float32, room int) error {
 		e.fed = append(e.fed, id)
 		logits = lg.Row(0)
 	}
+}
+
+// full ends the reply at its limit of room tokens: MaxTokens, or the
+// context when that is the smaller (Metrics.ContextFull).
+func (g *run) full(room int) error {
+	g.res.Metrics.ContextFull = room < g.req.MaxTokens || g.req.MaxTokens == 0 && g.e.m.Config().MaxContext > 0
+	return g.finish(FinishLength, nil)
 }
 
 // thinkDue reports that the reply has just reached the thinking budget
@@ -119,12 +125,11 @@ func (g *run) loopReps() int {
 // or nil when the reply ended (with the error that ended it, if any).
 func (g *run) injectThinkClose(ctx context.Context, last int, room int) ([]float32, error) {
 	e := g.e
-	g.res.Metrics.ThinkInjected = true
 	phrase := e.tok.Encode(ThinkClose)
 	if len(g.res.Tokens)+len(phrase) > room {
-		g.res.Metrics.ContextFull = true
-		return nil, g.finish(FinishLength, nil)
+		return nil, g.full(room) // no room for the phrase: the reply ends here
 	}
+	g.res.Metrics.ThinkInjected = true
 	feed := append([]int{last}, phrase...)
 	logits, err := e.m.PrefillLast(ctx, e.s, feed, e.opts.Chunk)
 	if err != nil {

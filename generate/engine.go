@@ -65,7 +65,7 @@ type Metrics struct {
 	GeneratedTokens int     // tokens of the reply, injected ones included
 	DecodeSeconds   float64 // from the end of prefill to the end of the reply
 	LoopPeriod      int     // the period that ended the reply (FinishLoop), else 0
-	ThinkInjected   bool    // the thinking budget fired
+	ThinkInjected   bool    // the thinking budget closed the thinking (ThinkClose was fed)
 	ContextFull     bool    // the reply stopped because the context was full
 }
 

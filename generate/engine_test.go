@@ -314,3 +314,16 @@ func TestLoopGuard(t *testing.T) {
 		t.Fatalf("guard off: %v, finish %q after %d tokens", err, off.Finish, len(off.Tokens))
 	}
 }
+
+// TestThinkBudgetPastMaxTokens: when the closing phrase does not fit in
+// what MaxTokens leaves, the reply ends with "length" at the budget, and
+// neither the context is said to be full nor the thinking closed.
+func TestThinkBudgetPastMaxTokens(t *testing.T) {
+	m, tok := tiny(t)
+	prompt := mustPrompt(t, tok, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n")
+	e := New(m, tok, Options{})
+	res, err := e.Generate(context.Background(), Request{Prompt: prompt, MaxTokens: 8, ThinkBudget: 4, LoopGuard: -1}, nil)
+	if err != nil || res.Finish != FinishLength || len(res.Tokens) != 4 || res.Metrics.ContextFull || res.Metrics.ThinkInjected {
+		t.Fatalf("%v: finish %q, %d tokens, metrics %+v", err, res.Finish, len(res.Tokens), res.Metrics)
+	}
+}

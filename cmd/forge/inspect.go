@@ -85,5 +85,6 @@ func writeInspection(w io.Writer, in *forge.Inspection) error {
 func printJSON(v any) error {
 	e := json.NewEncoder(os.Stdout)
 	e.SetIndent("", "  ")
+	e.SetEscapeHTML(false) // generated text keeps its <think> tags as they are
 	return e.Encode(v)
 }
