@@ -24,22 +24,16 @@ const (
 	DefaultGenMaxTokens   = 1536
 )
 
-// GenSampling is the sampler of generated answers: temperature (0 is
-// greedy), top-p (0 or 1: off) and top-k (0: off).
-type GenSampling struct {
-	Temperature float64
-	TopP        float64
-	TopK        int
-}
-
 // GenerateOptions are the settings of generated data. The zero value is
 // the reference's: thinking on, temperature 0.6, top-p 0.95, top-k 20,
 // at most 1536 new tokens per answer, seed 0.
 type GenerateOptions struct {
-	MaxTokens int          // most tokens per answer, its EOS id included, as max_new_tokens (0: DefaultGenMaxTokens)
-	Seed      uint64       // answer i is sampled with seed rand.NewPCG(Seed, i).Uint64()
-	Sampling  *GenSampling // nil: DefaultGenTemperature, DefaultGenTopP, DefaultGenTopK
-	NoThink   bool         // render the prompts with enable_thinking false
+	MaxTokens int    // most tokens per answer, its EOS id included, as max_new_tokens (0: DefaultGenMaxTokens)
+	Seed      uint64 // answer i is sampled with seed rand.NewPCG(Seed, i).Uint64()
+	// Sampling is the answers' sampler chain (its Seed is replaced per
+	// answer); nil: DefaultGenTemperature, DefaultGenTopP, DefaultGenTopK.
+	Sampling *sample.Options
+	NoThink  bool // render the prompts with enable_thinking false
 }
 
 // resolved returns o with its defaults filled in, checked.
@@ -51,16 +45,16 @@ func (o GenerateOptions) resolved() (GenerateOptions, error) {
 		o.MaxTokens = DefaultGenMaxTokens
 	}
 	if o.Sampling == nil {
-		o.Sampling = &GenSampling{Temperature: DefaultGenTemperature, TopP: DefaultGenTopP, TopK: DefaultGenTopK}
+		o.Sampling = &sample.Options{Temperature: DefaultGenTemperature, TopP: DefaultGenTopP, TopK: DefaultGenTopK}
 	}
 	return o, o.sample(0).Validate()
 }
 
 // sample is the sampler of answer i.
 func (o GenerateOptions) sample(i int) sample.Options {
-	s := o.Sampling
-	return sample.Options{Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK,
-		Seed: rand.NewPCG(o.Seed, uint64(i)).Uint64()}
+	s := *o.Sampling
+	s.Seed = rand.NewPCG(o.Seed, uint64(i)).Uint64()
+	return s
 }
 
 // Generation records how generated rows were made: in a trace's data

@@ -6,6 +6,7 @@ import (
 
 	"forge"
 	"forge/internal/progress"
+	"forge/sample"
 )
 
 // CalibGroup is `forge calib`: making calibration data.
@@ -34,7 +35,7 @@ func (f *GenDataFlags) options(seed uint64) (forge.GenerateOptions, error) {
 		o.MaxTokens = *f.MaxTokens
 	}
 	if f.Temperature != nil || f.TopP != nil || f.TopK != nil {
-		s := forge.GenSampling{Temperature: forge.DefaultGenTemperature, TopP: forge.DefaultGenTopP, TopK: forge.DefaultGenTopK}
+		s := sample.Options{Temperature: forge.DefaultGenTemperature, TopP: forge.DefaultGenTopP, TopK: forge.DefaultGenTopK}
 		setSampling(f.Temperature, f.TopP, f.TopK, &s.Temperature, &s.TopP, &s.TopK)
 		o.Sampling = &s
 	}

@@ -282,3 +282,27 @@ func TestChatInterruptKeepsConversation(t *testing.T) {
 		t.Fatalf("stderr %q", errb.String())
 	}
 }
+
+// TestBenchChatBadInput: bench's sizes and chat's starting conversation
+// are checked before any work, each a one-line error.
+func TestBenchChatBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`[{"role":"user"`), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--model", tiny, "--gen", "0"}, "--gen 0"},
+		{[]string{"bench", "--model", tiny, "--prompt-tokens", "5000"}, "context"},
+		{[]string{"bench", "--model", tiny, "--kv", "int4"}, "--kv"},
+		{[]string{"chat", "--model", tiny, "--messages", bad}, "bad.json"},
+		{[]string{"chat", "--model", tiny, "--max-tokens", "0"}, "--max-tokens 0"},
+	} {
+		stdout, stderr, ok := runIn(t, "", tc.args...)
+		noCrash(t, stderr)
+		if ok || !strings.Contains(stderr, tc.want) || stdout != "" {
+			t.Errorf("%v: ok=%v stdout %q stderr %q, want an error mentioning %q", tc.args, ok, stdout, stderr, tc.want)
+		}
+	}
+}
