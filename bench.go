@@ -22,11 +22,12 @@ const (
 
 // BenchConfig configures Bench. Zero values are the defaults.
 type BenchConfig struct {
-	Model        string   // checkpoint or bundle directory
-	PromptTokens int      // prefill test length (0: BenchDefaultPrompt)
-	Gen          int      // decode test length (0: BenchDefaultGen)
-	Repeat       int      // timed repetitions of each test after one warm-up (0: BenchDefaultRepeat)
-	KV           model.KV // the KV cache format
+	Model        string    // checkpoint or bundle directory
+	PromptTokens int       // prefill test length (0: BenchDefaultPrompt)
+	Gen          int       // decode test length (0: BenchDefaultGen)
+	Repeat       int       // timed repetitions of each test after one warm-up (0: BenchDefaultRepeat)
+	KV           model.KV  // the KV cache format
+	Act          model.Act // the activation precision (model.ActInt8: decode in int8)
 	// Progress, if set, is called after each run with runs done and total.
 	Progress func(done, total int64)
 }
@@ -44,6 +45,7 @@ type BenchReport struct {
 	Gen          int       `json:"gen_tokens"`
 	Repeat       int       `json:"repeat"`
 	KV           string    `json:"kv"`
+	Act          string    `json:"act"`
 	PrefillTPS   float64   `json:"prefill_tps"` // mean over repetitions
 	PrefillSD    float64   `json:"prefill_tps_sd"`
 	DecodeTPS    float64   `json:"decode_tps"`
@@ -88,7 +90,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		return nil, fmt.Errorf("bench: %d tokens do not fit the context of %d", max(cfg.PromptTokens, cfg.Gen), c)
 	}
 	rep := &BenchReport{Model: filepath.Base(filepath.Clean(cfg.Model)), Format: in.Format, Bytes: in.Bytes, Params: in.Params,
-		WeightBytes: m.WeightBytes(), PromptTokens: cfg.PromptTokens, Gen: cfg.Gen, Repeat: cfg.Repeat, KV: cfg.KV.String()}
+		WeightBytes: m.WeightBytes(), PromptTokens: cfg.PromptTokens, Gen: cfg.Gen, Repeat: cfg.Repeat, KV: cfg.KV.String(), Act: cfg.Act.String()}
 	if rep.Format == "" {
 		rep.Format = strings.ToLower(strings.Join(in.DTypes, "+")) // a checkpoint: its dtypes
 	}
@@ -99,6 +101,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	}
 	total, done := int64(2*(cfg.Repeat+1)), int64(0)
 	s := m.NewStateKV(cfg.KV)
+	s.SetAct(cfg.Act)
 	s.Reserve(max(cfg.PromptTokens, cfg.Gen))
 	for r := 0; r <= cfg.Repeat; r++ {
 		s.Reset()

@@ -30,6 +30,9 @@ type EvalConfig struct {
 	Parts, Layers string
 	Overwrite     bool     // replace existing output files that forge wrote
 	KV            model.KV // the candidate's KV cache format
+	// Act is the candidate's activations: model.ActInt8 scores every row
+	// with int8 activations (model.ActInt8All), as decode computes them.
+	Act model.Act
 	// Progress, if set, is called with tokens done and total.
 	Progress func(done, total int64)
 	// Log, if set, receives warnings (a candidate made from another
@@ -70,7 +73,7 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (*eval.Report, error) {
 		cfg.Log(fmt.Sprintf("warning: %s was not made from the trace's reference %s (fingerprint %.12s…, the trace's %.12s…)",
 			cfg.Model, tr.Meta.Model, c.sourceFP, tr.Meta.Fingerprint))
 	}
-	res, err := eval.Score(ctx, c.m, tr, eval.ScoreOptions{Progress: cfg.Progress, KV: cfg.KV})
+	res, err := eval.Score(ctx, c.m, tr, eval.ScoreOptions{Progress: cfg.Progress, KV: cfg.KV, Act: scoreAct(cfg.Act)})
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +81,9 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (*eval.Report, error) {
 	rep.Trace, rep.Model, rep.Bytes = cfg.Trace, cfg.Model, c.bytes
 	if cfg.KV != model.KVFloat32 {
 		rep.KV = cfg.KV.String()
+	}
+	if cfg.Act != model.ActFloat32 {
+		rep.Act = model.ActInt8.String()
 	}
 	if cfg.Reference != "" {
 		rep.Reference, rep.Parts, rep.Layers = cfg.Reference, cfg.Parts, cfg.Layers
@@ -172,4 +178,14 @@ func writeReport(cfg EvalConfig, rep *eval.Report) error {
 		}
 	}
 	return nil
+}
+
+// scoreAct is the precision Score runs a candidate at to measure act: int8
+// activations on every row (a trace row is one long prefill, which
+// model.ActInt8 would leave in float32).
+func scoreAct(act model.Act) model.Act {
+	if act == model.ActFloat32 {
+		return act
+	}
+	return model.ActInt8All
 }

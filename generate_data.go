@@ -11,7 +11,6 @@ import (
 	"forge/internal/durable"
 	"forge/internal/npy"
 	"forge/internal/outpath"
-	"forge/model"
 	"forge/sample"
 )
 
@@ -133,7 +132,7 @@ type GenerateRowsConfig struct {
 // prompts. Fewer tokens than one row is an error; so is an answer id
 // outside the tokenizer's vocabulary (a padded row of the model's head).
 func GenerateRows(ctx context.Context, cfg GenerateRowsConfig) (*GeneratedRows, error) {
-	rt, err := OpenRuntime(cfg.Model, model.KVFloat32)
+	rt, err := OpenRuntime(cfg.Model, generate.Options{})
 	if err != nil {
 		return nil, err
 	}

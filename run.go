@@ -13,11 +13,12 @@ type RunConfig struct {
 	Model       string // checkpoint or bundle directory (with its tokenizer)
 	Prompt      Prompt
 	Sample      sample.Options
-	MaxTokens   int      // 0: up to the context
-	Stop        []string // stop strings
-	ThinkBudget int      // > 0: close the thinking after this many tokens (Prompt.Think only)
-	LoopGuard   int      // 0: generate.LoopReps; < 0: off
-	KV          model.KV // the KV cache format (Run only; a Runtime has its own)
+	MaxTokens   int       // 0: up to the context
+	Stop        []string  // stop strings
+	ThinkBudget int       // > 0: close the thinking after this many tokens (Prompt.Think only)
+	LoopGuard   int       // 0: generate.LoopReps; < 0: off
+	KV          model.KV  // the KV cache format (Run only; a Runtime has its own)
+	Act         model.Act // the activation precision (Run only)
 }
 
 // RunReport is one reply and its measurements (`forge run --json`).
@@ -55,13 +56,15 @@ type RunSettings struct {
 	Stop        []string `json:"stop,omitempty"`
 	Think       bool     `json:"think"`
 	ThinkBudget int      `json:"think_budget,omitempty"`
+	KV          string   `json:"kv"`  // the KV cache format
+	Act         string   `json:"act"` // the activation precision
 }
 
 // Run generates one reply to cfg.Prompt, handing its text to emit as it is
 // released (emit may be nil). An error of emit or a cancelled ctx ends the
 // reply early: Run then returns the partial report with that error.
 func Run(ctx context.Context, cfg RunConfig, emit func(string) error) (*RunReport, error) {
-	rt, err := OpenRuntime(cfg.Model, cfg.KV)
+	rt, err := OpenRuntime(cfg.Model, generate.Options{KV: cfg.KV, Act: cfg.Act})
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +97,7 @@ func (r *Runtime) Reply(ctx context.Context, ids []int, cfg RunConfig, emit func
 		Metrics: mt,
 		Settings: RunSettings{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP,
 			Presence: s.Presence, DRY: s.DRY.Multiplier, DRYBase: s.DRY.Base, DRYAllowed: s.DRY.Allowed,
-			Seed: s.Seed, MaxTokens: cfg.MaxTokens, Stop: cfg.Stop, Think: cfg.Prompt.Think, ThinkBudget: cfg.ThinkBudget},
+			Seed: s.Seed, MaxTokens: cfg.MaxTokens, Stop: cfg.Stop, Think: cfg.Prompt.Think, ThinkBudget: cfg.ThinkBudget,
+			KV: cfg.KV.String(), Act: cfg.Act.String()},
 	}, err
 }

@@ -24,9 +24,9 @@ type Runtime struct {
 }
 
 // OpenRuntime loads the checkpoint or bundle in dir (weights mapped, not
-// copied) with the tokenizer beside it; its engine's State keeps keys and
-// values in format kv.
-func OpenRuntime(dir string, kv model.KV) (*Runtime, error) {
+// copied) with the tokenizer beside it; its engine runs with o (KV cache
+// format, activation precision).
+func OpenRuntime(dir string, o generate.Options) (*Runtime, error) {
 	m, src, err := source.Load(dir)
 	if err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func OpenRuntime(dir string, kv model.KV) (*Runtime, error) {
 		src.Close()
 		return nil, fmt.Errorf("%s: the tokenizer has %d ids but the model only %d", dir, tok.VocabSize(), v)
 	}
-	return &Runtime{Engine: generate.New(m, tok, generate.Options{KV: kv}), Model: m, Tok: tok,
+	return &Runtime{Engine: generate.New(m, tok, o), Model: m, Tok: tok,
 		Name: filepath.Base(filepath.Clean(dir)), src: src}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"forge/corpus"
 	"forge/eval"
+	"forge/generate"
 	"forge/internal/outpath"
 	"forge/model"
 	"forge/source"
@@ -98,7 +99,7 @@ func Trace(ctx context.Context, cfg TraceConfig) (*TraceReport, error) {
 // traceGenerated records the trace of the reference's answers to
 // cfg.Generate's prompts.
 func traceGenerated(ctx context.Context, cfg TraceConfig, seq int) (*TraceReport, error) {
-	rt, err := OpenRuntime(cfg.Model, model.KVFloat32)
+	rt, err := OpenRuntime(cfg.Model, generate.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,10 @@ type Report struct {
 	// layers taken from Model.
 	Reference string `json:"reference,omitempty"`
 	// KV is the candidate's KV cache format when it is not f32.
-	KV     string `json:"kv,omitempty"`
+	KV string `json:"kv,omitempty"`
+	// Act is the candidate's activation precision when it is not f32
+	// ("int8": every row as a decode step with int8 activations computes it).
+	Act    string `json:"act,omitempty"`
 	Parts  string `json:"parts,omitempty"`
 	Layers string `json:"layers,omitempty"`
 
@@ -177,6 +180,7 @@ func (r *Report) lines() [][2]string {
 			pct(r.MedianDeltaP), pct(r.P95DeltaP), pct(r.P99DeltaP)}, " / ")},
 		{"quantizable matrices", fmt.Sprintf("%s, %.3f bpw", units.BytesPrecise(r.Bytes), r.BPW)},
 		{"KV cache", kvName(r.KV)},
+		{"activations", kvName(r.Act)},
 		{"speed", fmt.Sprintf("%d tokens in %.1f s, %.0f tokens/s", r.Tokens, r.Seconds, r.TokensPerSecond)},
 	}
 }
@@ -200,7 +204,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 // WriteMarkdown writes the report as a Markdown table.
 func (r *Report) WriteMarkdown(w io.Writer) error { return r.table().WriteMarkdown(w) }
 
-// kvName is the KV cache line of a report.
+// kvName is the KV cache (or activations) line of a report.
 func kvName(kv string) string {
 	if kv == "" {
 		return "f32"

@@ -37,6 +37,9 @@ type ScoreOptions struct {
 	// KV is the candidate's KV cache format (model.KVInt8 measures what
 	// the int8 cache costs against the trace).
 	KV model.KV
+	// Act is the candidate's activation precision (model.ActInt8All
+	// measures what int8 activations cost decode).
+	Act model.Act
 }
 
 // Score runs the candidate m over the trace's token rows, each from an
@@ -61,6 +64,7 @@ func Score(ctx context.Context, m *model.Model, tr *Trace, opt ScoreOptions) (*R
 	}
 	start := time.Now()
 	st := m.NewStateKV(opt.KV)
+	st.SetAct(opt.Act)
 	off := 0
 	for r := range tr.lens {
 		if err := ctx.Err(); err != nil {

@@ -95,8 +95,9 @@ type Result struct {
 
 // Options configure an Engine; the zero value is the default.
 type Options struct {
-	Chunk int      // prefill chunk (0: model.DefaultChunk)
-	KV    model.KV // the State's KV cache format
+	Chunk int       // prefill chunk (0: model.DefaultChunk)
+	KV    model.KV  // the State's KV cache format
+	Act   model.Act // the State's activation precision (model.ActInt8: decode steps in int8)
 }
 
 // Engine generates replies from one Model for one conversation at a time:
@@ -118,6 +119,7 @@ type Engine struct {
 // New returns an Engine for m, whose tokenizer is tok.
 func New(m *model.Model, tok *tokenizer.Tokenizer, o Options) *Engine {
 	e := &Engine{m: m, tok: tok, opts: o, s: m.NewStateKV(o.KV), turnID: -1}
+	e.s.SetAct(o.Act)
 	vocab := m.Config().Vocab
 	e.breakers = sample.NewBreakers(vocab, func(id int) string {
 		s, _ := tok.Decode([]int{id})

@@ -81,6 +81,12 @@ func benchMul(b *testing.B, f Format, out, in, T int) {
 		ms[i%len(ms)].Mul(dst, x)
 		i++
 	}
+	reportBW(b, bytes, bw)
+}
+
+// reportBW reports the weight bytes read per second (GB/s), the read
+// bandwidth bw measured before (readGB/s) and their ratio (%bw).
+func reportBW(b *testing.B, bytes int64, bw float64) {
 	gbs := float64(bytes) * float64(b.N) / b.Elapsed().Seconds() / 1e9
 	b.ReportMetric(gbs, "GB/s")
 	b.ReportMetric(bw, "readGB/s")
@@ -167,6 +173,19 @@ func BenchmarkLUTMulCache(b *testing.B) {
 				b.ReportMetric(float64(m.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 			})
 		}
+		if !m.Int8Activations() {
+			continue
+		}
+		b.Run(fmt.Sprintf("%s/int8/T=1", benchName(f)), func(b *testing.B) {
+			x, dst := randomX(1, in, 2), tensor.New(1, out)
+			var q Int8Input
+			m.QuantizeInput(&q, x)
+			b.SetBytes(m.Bytes())
+			for b.Loop() {
+				m.MulInt8(dst, &q)
+			}
+			b.ReportMetric(float64(m.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
 	}
 }
 
@@ -196,5 +215,36 @@ func BenchmarkLUTMulConcurrent(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(streams*b.N)/b.Elapsed().Seconds(), "mul/s")
 		})
+	}
+}
+
+// BenchmarkLUTMulInt8 is BenchmarkLUTMul's T = 1 case with int8
+// activations (MulInt8, the input quantized in every iteration as a
+// decode step does once per input), beside the float32 kernels in the
+// same run: `-bench 'LUTMul(Int8)?/(LUT4|vec2x16)/.*/T=1$'`.
+func BenchmarkLUTMulInt8(b *testing.B) {
+	for _, name := range []string{"LUT4 per-tensor + pcs", "vector 2x16 + pcs"} {
+		f := mustFormat(b, name)
+		for _, s := range [][2]int{{4096, 4096}, {17408, 5120}} {
+			sub := fmt.Sprintf("%s/%dx%d/T=1", benchName(f), s[0], s[1])
+			b.Run(sub, func(b *testing.B) {
+				ms := benchMatrices(b, f, s[0], s[1])
+				x := randomX(1, s[1], 1)
+				dst := tensor.New(1, s[0])
+				var q Int8Input
+				bw := readBW()
+				bytes := ms[0].Bytes()
+				b.SetBytes(bytes)
+				b.ResetTimer()
+				i := 0
+				for b.Loop() {
+					m := ms[i%len(ms)].(*Matrix)
+					m.QuantizeInput(&q, x)
+					m.MulInt8(dst, &q)
+					i++
+				}
+				reportBW(b, bytes, bw)
+			})
+		}
 	}
 }

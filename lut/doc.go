@@ -29,6 +29,9 @@
 //	prefetch_amd64.s  PREFETCHT0 of a range of lines, for the T = 1 LUT kernels
 //	rows_amd64.s      the T = 1 kernels of 4-bit LUTs and 2-vector 2x16, in assembly
 //	tile_amd64.s      the T > 1 kernels of 4-bit LUTs and INT8, in assembly
+//	reduce_amd64.h    the transposing eight-row lane reduction the T = 1 kernels share
+//	int8act.go        int8 activations: Int8Input, QuantizeInput, MulRowsInt8, MulInt8, the portable twin
+//	int8act_simd.go, int8_amd64.s   their AVX-512 VNNI/VBMI quantizer and kernels (4-bit LUTs, 2x16)
 //
 // # Stored arrays (Parts)
 //
@@ -102,4 +105,13 @@
 // 3-, 6- and 8-bit LUTs, other vector lengths and unaligned rows use the
 // portable kernel. Both paths are tested against the reference twin in
 // every build.
+//
+// Int8 activations (int8act.go, decode's fast path): MulRowsInt8 takes
+// x' quantized to int8 in groups of 32 columns (Int8Input, made once per
+// input by QuantizeInput) and the 4-bit codebooks rounded to int8, and
+// sums exact integer products (VPERMB looks 64 codes up at once, VPDPBUSD
+// multiplies and adds them four to a lane) with float32 scaling in a fixed
+// order, so the AVX-512 kernels and the portable twin give the same bits.
+// The cost against Mul is bounded in the tests and measured on models by
+// forge eval --act int8.
 package lut

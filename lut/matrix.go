@@ -68,6 +68,8 @@ type Matrix struct {
 	lrA    *tensor.Dense // [out][r] fp16
 	lrB    *tensor.Dense // [r][in] fp16
 	fam    family        // which fast kernel family applies (kernel_*.go)
+	tab8   []byte        // [groups][d][64] int8 codebooks + 128, repeated (int8act.go); nil: no int8 kernels
+	cbd    []float32     // [groups] their scales c_g
 }
 
 // int8Table is the fixed INT8 codebook: entry c is int8(c) as a float.
@@ -141,6 +143,7 @@ func newMatrix(f Format, out, in int, p Parts) (*Matrix, error) {
 	m.scale = make([]float32, out)
 	tensor.F16ToF32Slice(m.scale, p.Scale)
 	m.buildTables()
+	m.buildInt8Tables()
 	m.fam = chooseFamily(f, in)
 	return m, nil
 }

@@ -65,7 +65,11 @@ func (m *Matrix) Mul(dst, x *tensor.Matrix) {
 	}
 	j := mulJobs.Get().(*mulJob)
 	defer mulJobs.Put(j)
-	x = m.rotate(j, x)
+	m.mulRotated(j, dst, m.rotate(j, x))
+}
+
+// mulRotated is Mul on x' (the input already rotated).
+func (m *Matrix) mulRotated(j *mulJob, dst, x *tensor.Matrix) {
 	if m.dense != nil {
 		m.dense.Mul(dst, x)
 	} else {
@@ -109,7 +113,13 @@ func (m *Matrix) MulRows(dst, x *tensor.Matrix, lo, hi int) {
 	}
 	j := mulJobs.Get().(*mulJob)
 	defer mulJobs.Put(j)
-	x = m.rotate(j, x)
+	m.mulRowsRotated(j, dst, m.rotate(j, x), lo, hi)
+}
+
+// mulRowsRotated is MulRows on x' (the input already rotated) for outputs
+// [lo, hi), lo and hi already rounded to the vector length.
+func (m *Matrix) mulRowsRotated(j *mulJob, dst, x *tensor.Matrix, lo, hi int) {
+	d := max(m.f.Dim, 1)
 	if m.dense != nil {
 		m.dense.MulRows(dst, x, lo, hi)
 	} else {
@@ -122,15 +132,20 @@ func (m *Matrix) MulRows(dst, x *tensor.Matrix, lo, hi int) {
 		j.m, j.dst, j.x = nil, nil, nil
 	}
 	if m.rank > 0 {
-		j.u.Resize(x.Rows, m.rank)
-		j.v.Resize(x.Rows, m.out)
-		m.lrB.MulRows(&j.u, x, 0, m.rank)
-		m.lrA.MulRows(&j.v, &j.u, lo, hi)
-		for t := range x.Rows {
-			y, v := dst.Row(t)[lo:hi], j.v.Row(t)[lo:hi]
-			for i := range y {
-				y[i] += v[i]
-			}
+		m.addLowRankRows(j, dst, x, lo, hi)
+	}
+}
+
+// addLowRankRows adds outputs [lo, hi) of A·(B·x') to dst, x' [T, in].
+func (m *Matrix) addLowRankRows(j *mulJob, dst, x *tensor.Matrix, lo, hi int) {
+	j.u.Resize(x.Rows, m.rank)
+	j.v.Resize(x.Rows, m.out)
+	m.lrB.MulRows(&j.u, x, 0, m.rank)
+	m.lrA.MulRows(&j.v, &j.u, lo, hi)
+	for t := range x.Rows {
+		y, v := dst.Row(t)[lo:hi], j.v.Row(t)[lo:hi]
+		for i := range y {
+			y[i] += v[i]
 		}
 	}
 }

@@ -1,6 +1,7 @@
 //go:build goexperiment.simd
 
 #include "textflag.h"
+#include "reduce_amd64.h"
 
 // T = 1 kernels for 4-bit codes (kernel_avx512.go: the phase layout;
 // kernel_simd.go: the drivers and their bounds guarantees). Written in
@@ -98,49 +99,12 @@ lut4done:
 	VZEROUPPER
 	RET
 
-// HALVES adds the 256-bit halves of a and b: d = [a.lo + a.hi, b.lo +
-// b.hi] (128-bit quarters: VSHUFF32X4 $0x44 takes q0 q1 of each, $0xEE
-// q2 q3), lane k of a's half being a[k] + a[k+8] as in HSUM.
-#define HALVES(a, b, d) \
-	VSHUFF32X4 $0x44, b, a, Z28; \
-	VSHUFF32X4 $0xEE, b, a, Z29; \
-	VADDPS Z29, Z28, d
-
 // REDUCE8 leaves in Y0 the eight lane sums of Z0–Z7 plus Z8–Z15 (row k:
-// Zk + Zk+8) in row order, by a transposing tree that makes exactly the
-// additions of SUM8's HSUM in the same order (so the sums are bit for bit
-// those of lut4Rows8): 256-bit halves, then 128-bit quarters, then
-// adjacent lane pairs and the two pair sums (VHADDPS twice). The last
-// level leaves row k at lane idx where grpIdx lists them.
+// Zk + Zk+8) in row order: the folds, then TREE8 (reduce_amd64.h).
 #define REDUCE8 \
 	VADDPS Z8, Z0, Z0; VADDPS Z9, Z1, Z1; VADDPS Z10, Z2, Z2; VADDPS Z11, Z3, Z3; \
 	VADDPS Z12, Z4, Z4; VADDPS Z13, Z5, Z5; VADDPS Z14, Z6, Z6; VADDPS Z15, Z7, Z7; \
-	HALVES(Z0, Z1, Z0); HALVES(Z2, Z3, Z2); HALVES(Z4, Z5, Z4); HALVES(Z6, Z7, Z6); \
-	VSHUFF32X4 $0x88, Z2, Z0, Z16; VSHUFF32X4 $0xDD, Z2, Z0, Z17; VADDPS Z17, Z16, Z0; \
-	VSHUFF32X4 $0x88, Z6, Z4, Z16; VSHUFF32X4 $0xDD, Z6, Z4, Z17; VADDPS Z17, Z16, Z4; \
-	VSHUFPS $0x88, Z4, Z0, Z16; VSHUFPS $0xDD, Z4, Z0, Z17; VADDPS Z17, Z16, Z0; \
-	VSHUFPS $0x88, Z0, Z0, Z16; VSHUFPS $0xDD, Z0, Z0, Z17; VADDPS Z17, Z16, Z0; \
-	VMOVUPS grpIdx<>(SB), Z1; \
-	VPERMPS Z0, Z1, Z0
-
-// grpIdx: after REDUCE8's last level quarter l holds rows [l, l+4, l, l+4].
-DATA grpIdx<>+0(SB)/4, $0
-DATA grpIdx<>+4(SB)/4, $4
-DATA grpIdx<>+8(SB)/4, $8
-DATA grpIdx<>+12(SB)/4, $12
-DATA grpIdx<>+16(SB)/4, $1
-DATA grpIdx<>+20(SB)/4, $5
-DATA grpIdx<>+24(SB)/4, $9
-DATA grpIdx<>+28(SB)/4, $13
-DATA grpIdx<>+32(SB)/4, $0
-DATA grpIdx<>+36(SB)/4, $0
-DATA grpIdx<>+40(SB)/4, $0
-DATA grpIdx<>+44(SB)/4, $0
-DATA grpIdx<>+48(SB)/4, $0
-DATA grpIdx<>+52(SB)/4, $0
-DATA grpIdx<>+56(SB)/4, $0
-DATA grpIdx<>+60(SB)/4, $0
-GLOBL grpIdx<>(SB), RODATA|NOPTR, $64
+	TREE8
 
 // func lut4Groups(tab *[16]float32, w unsafe.Pointer, ld, nb int, xp unsafe.Pointer, groups int, scale, dst *float32)
 //

@@ -154,22 +154,29 @@ func BenchmarkDecode(b *testing.B) {
 		if !ok {
 			continue
 		}
-		b.Run(name, func(b *testing.B) {
-			m := benchModel(b, name, dir)
-			limit := readBandwidth()
-			s := m.NewState()
-			start := decodeStart(m, s)
-			b.ReportAllocs()
-			b.ResetTimer()
-			decodeSteps(m, s, start, b.N)
-			sec := b.Elapsed().Seconds()
-			gbs := float64(m.WeightBytes()) * float64(b.N) / sec / 1e9
-			b.ReportMetric(float64(b.N)/sec, "tok/s")
-			b.ReportMetric(gbs, "GB/s")
-			b.ReportMetric(100*gbs/limit, "%bw")
-			b.ReportMetric(limit, "bwGB/s")
-		})
+		for _, act := range []model.Act{model.ActFloat32, model.ActInt8} {
+			b.Run(name+"/act="+act.String(), func(b *testing.B) { benchDecode(b, name, dir, act) })
+		}
 	}
+}
+
+// benchDecode is one case of BenchmarkDecode: model name at activation
+// precision act.
+func benchDecode(b *testing.B, name, dir string, act model.Act) {
+	m := benchModel(b, name, dir)
+	limit := readBandwidth()
+	s := m.NewState()
+	s.SetAct(act)
+	start := decodeStart(m, s)
+	b.ReportAllocs()
+	b.ResetTimer()
+	decodeSteps(m, s, start, b.N)
+	sec := b.Elapsed().Seconds()
+	gbs := float64(m.WeightBytes()) * float64(b.N) / sec / 1e9
+	b.ReportMetric(float64(b.N)/sec, "tok/s")
+	b.ReportMetric(gbs, "GB/s")
+	b.ReportMetric(100*gbs/limit, "%bw")
+	b.ReportMetric(limit, "bwGB/s")
 }
 
 // BenchmarkDecodeConcurrent decodes from 1 and from 2 goroutines at once,

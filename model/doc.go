@@ -22,11 +22,19 @@
 // make the scalar code's operations in its order, so results are the same
 // bits in every build, except the dot products q·k of decode attention.
 //
+// A State's Act (act.go) chooses how its steps multiply activations by
+// 4-bit LUT weights: float32 (ActFloat32, the default), or quantized to
+// int8 in groups of 32 columns for steps of up to Int8Rows rows (ActInt8:
+// decode and verify blocks, as llama.cpp multiplies its quantized
+// weights; lut.Int8Input), each input quantized once per step for all the
+// products that read it.
+//
 // Files: config.go (Config), tensors.go (the tensor inventory of a config),
 // load.go (Load from a Source), model.go (Forward, the decoder layer and
 // MLP), deltanet.go and deltarule.go (§7–8), attention.go and rope.go (§6),
 // state.go (State, Mark/Rewind), ops.go and exp.go (norms, σ, silu,
 // softplus, a 2-ulp float32 exp), rows.go (row-parallel norms and SwiGLU),
-// stage.go (a decode step's products on the pool, stepMode), vec.go,
+// stage.go (a decode step's products on the pool, stepMode), act.go (Act:
+// int8 activations), kvcache.go (KV: the int8 KV cache), vec.go,
 // vec_simd.go and vec_go.go (row loops and their AVX-512 kernels).
 package model

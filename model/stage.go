@@ -3,6 +3,7 @@ package model
 import (
 	"time"
 
+	"forge/lut"
 	"forge/tensor"
 )
 
@@ -47,7 +48,11 @@ type stage struct {
 	bytes int64
 	split bool // every product has MulRows and x has one row
 	alone bool // run the chunks on the caller (stepMode)
+	act8  bool // int8 activations (State.SetAct)
 	run   func(lo, hi int)
+
+	q8  [maxStage]*lut.Int8Input // product i's int8 input (nil: float32), see quantize
+	in8 [maxStage]lut.Int8Input  // their buffers
 }
 
 // products starts a stage on input x (the State's one stage: stages do not
@@ -58,6 +63,7 @@ func (s *State) products(x *tensor.Matrix) *stage {
 		st.run = st.chunk // built once, so do allocates nothing
 	}
 	st.x, st.n, st.bytes, st.split, st.alone = x, 0, 0, x.Rows == 1, s.sc.mode.alone
+	st.act8 = s.int8Step(x.Rows)
 	return st
 }
 
@@ -83,9 +89,18 @@ func (st *stage) add(l Linear, dst *tensor.Matrix) *stage {
 
 // do runs the stage's products and returns when all are done.
 func (st *stage) do() {
+	if st.act8 {
+		st.quantize()
+	} else {
+		clear(st.q8[:])
+	}
 	if !st.split {
 		for i := range st.n {
-			st.lin[i].Mul(st.dst[i], st.x)
+			if q := st.q8[i]; q != nil {
+				st.lin[i].(*lut.Matrix).MulInt8(st.dst[i], q)
+			} else {
+				st.lin[i].Mul(st.dst[i], st.x)
+			}
 		}
 		return
 	}
@@ -105,7 +120,11 @@ func (st *stage) chunk(lo, hi int) {
 	for i := range st.n {
 		if end := st.end[i]; lo < end && hi > start {
 			a, b := max(lo, start)-start, min(hi, end)-start
-			st.lin[i].(rowsLinear).MulRows(st.dst[i], st.x, a*stageUnit, min(b*stageUnit, st.rows[i]))
+			if q := st.q8[i]; q != nil {
+				st.lin[i].(*lut.Matrix).MulRowsInt8(st.dst[i], q, a*stageUnit, min(b*stageUnit, st.rows[i]))
+			} else {
+				st.lin[i].(rowsLinear).MulRows(st.dst[i], st.x, a*stageUnit, min(b*stageUnit, st.rows[i]))
+			}
 		}
 		start = st.end[i]
 	}

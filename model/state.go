@@ -22,6 +22,7 @@ type State struct {
 	pos    int
 	broken bool // a ForwardContext call was cancelled midway: Reset or Rewind first
 	kv     KV   // how attention layers store keys and values
+	act    Act  // how steps multiply activations by quantized weights
 	layers []layerState
 	marks  []*snapshot // live marks, oldest first
 	free   []*snapshot // recycled snapshots (Mark does not allocate in steady state)

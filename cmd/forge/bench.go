@@ -19,6 +19,7 @@ type BenchCmd struct {
 	Gen          int    `default:"${bench_gen}" help:"Decode test length (tgN)."`
 	Repeat       int    `default:"${bench_repeat}" help:"Timed repetitions of each test (after one warm-up)."`
 	KV           string `name:"kv" default:"f32" enum:"f32,int8" help:"KV cache: f32 or int8."`
+	Act          string `name:"act" default:"int8" enum:"f32,int8" help:"Activations times 4-bit LUT weights: int8 (decode steps quantize them in groups of 32, as llama.cpp does; forge eval --act int8 measures the cost) or f32 (exact)."`
 	JSON         bool   `name:"json" help:"Print JSON."`
 }
 
@@ -26,8 +27,9 @@ func (c *BenchCmd) Run(ctx context.Context) error {
 	if err := positive("--prompt-tokens", c.PromptTokens, "--gen", c.Gen, "--repeat", c.Repeat); err != nil {
 		return err
 	}
-	kv, _ := model.ParseKV(c.KV) // kong checked the enum
-	rep, err := forge.Bench(ctx, forge.BenchConfig{Model: c.Model, PromptTokens: c.PromptTokens, Gen: c.Gen, KV: kv,
+	kv, _ := model.ParseKV(c.KV)    // kong checked the enum
+	act, _ := model.ParseAct(c.Act) // and this one
+	rep, err := forge.Bench(ctx, forge.BenchConfig{Model: c.Model, PromptTokens: c.PromptTokens, Gen: c.Gen, KV: kv, Act: act,
 		Repeat: c.Repeat, Progress: progress.New("bench", false).Set})
 	if err != nil {
 		return err
@@ -45,7 +47,7 @@ func (c *BenchCmd) Run(ctx context.Context) error {
 	if err := t.Write(os.Stdout); err != nil {
 		return err
 	}
-	fmt.Printf("\ndecode reads %s of weights per token: %.2f GB/s of the %.2f GB/s this machine reads (both cores, measured in this run); %d repetitions after a warm-up\n",
-		units.Bytes(rep.WeightBytes), rep.BandwidthGBs, rep.ReadGBs, rep.Repeat)
+	fmt.Printf("\ndecode reads %s of weights per token: %.2f GB/s of the %.2f GB/s this machine reads (both cores, measured in this run); %s activations, %s KV cache; %d repetitions after a warm-up\n",
+		units.Bytes(rep.WeightBytes), rep.BandwidthGBs, rep.ReadGBs, rep.Act, rep.KV, rep.Repeat)
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"forge"
+	"forge/generate"
 	"forge/internal/durable"
 )
 
@@ -44,7 +45,7 @@ func (c *ChatCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rt, err := forge.OpenRuntime(c.Model, cfg.KV)
+	rt, err := forge.OpenRuntime(c.Model, generate.Options{KV: cfg.KV, Act: cfg.Act})
 	if err != nil {
 		return err
 	}

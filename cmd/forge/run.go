@@ -37,6 +37,7 @@ type GenFlags struct {
 	ThinkBudget string   `name:"think-budget" default:"auto" placeholder:"N|auto|off" help:"With --think: close the thinking after N tokens (auto: min(${think_budget}, max(max-tokens − 4096, max-tokens/2)))."`
 	LoopGuard   int      `name:"loop-guard" default:"${loop_reps}" help:"End a reply whose last tokens repeat this many times with a period of 4–256 tokens (0: off)."`
 	KV          string   `name:"kv" default:"f32" enum:"f32,int8" help:"KV cache: f32, or int8 (keys fp16, values int8 with a scale per token and head; forge eval --kv int8 measures its cost)."`
+	Act         string   `name:"act" default:"int8" enum:"f32,int8" help:"Activations times 4-bit LUT weights: int8 (decode steps quantize them in groups of 32, as llama.cpp does; forge eval --act int8 measures the cost) or f32 (exact)."`
 }
 
 // config maps the flags onto a forge.RunConfig (the prompt aside).
@@ -60,7 +61,8 @@ func (f *GenFlags) config() (forge.RunConfig, error) {
 		return forge.RunConfig{}, err
 	}
 	cfg := forge.RunConfig{Sample: s, MaxTokens: f.MaxTokens, LoopGuard: f.LoopGuard}
-	cfg.KV, _ = model.ParseKV(f.KV) // kong checked the enum
+	cfg.KV, _ = model.ParseKV(f.KV)    // kong checked the enum
+	cfg.Act, _ = model.ParseAct(f.Act) // and this one
 	if f.LoopGuard == 0 {
 		cfg.LoopGuard = -1
 	}

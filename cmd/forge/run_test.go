@@ -306,3 +306,69 @@ func TestBenchChatBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestActInt8: on a LUT4 bundle, run and bench default to int8
+// activations and say so (--act f32 is exact); eval scores them against the
+// bundle's own trace: with --act f32 the KL is 0 (the same computation),
+// with --act int8 positive and far below LUT4's own cost (mean KL ~0.009
+// against bf16; int8 activations ~7e-5, bound 1e-3), and the report names
+// the precision.
+func TestActInt8(t *testing.T) {
+	dir := t.TempDir()
+	b := filepath.Join(dir, "lut4")
+	if out, err := run(t, "quantize", "--model", tiny, "--out", b, "--format", "LUT4 per-tensor + pcs"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, act := range []string{"", "f32", "int8"} {
+		args := []string{"run", "--model", b, "--json", "--temperature", "0", "--max-tokens", "8", "def f():"}
+		bargs := []string{"bench", "--model", b, "--prompt-tokens", "8", "--gen", "8", "--repeat", "1", "--json"}
+		want := act
+		if act != "" {
+			args, bargs = append(args, "--act", act), append(bargs, "--act", act)
+		} else {
+			want = "int8"
+		}
+		stdout, stderr, ok := runIn(t, "", args...)
+		var r struct {
+			Tokens   []int `json:"tokens"`
+			Settings struct {
+				Act string `json:"act"`
+			} `json:"settings"`
+		}
+		if !ok || json.Unmarshal([]byte(stdout), &r) != nil || r.Settings.Act != want || len(r.Tokens) != 8 {
+			t.Fatalf("run --act %q: %+v %s %s", act, r, stdout, stderr)
+		}
+		stdout, stderr, ok = runIn(t, "", bargs...)
+		var br struct {
+			Act    string  `json:"act"`
+			Decode float64 `json:"decode_tps"`
+		}
+		if !ok || json.Unmarshal([]byte(stdout), &br) != nil || br.Act != want || br.Decode <= 0 {
+			t.Fatalf("bench --act %q: %+v %s %s", act, br, stdout, stderr)
+		}
+	}
+	tr := filepath.Join(dir, "lut4.trace")
+	if _, stderr, ok := runIn(t, "", "trace", "--model", b, "--data", filepath.Join("..", "..", "data", "code-heldout.txt:2"), "--ctx", "256", "--out", tr); !ok {
+		t.Fatal(stderr)
+	}
+	for _, act := range []string{"f32", "int8"} {
+		out := filepath.Join(dir, act+".json")
+		if _, stderr, ok := runIn(t, "", "eval", "--trace", tr, "--model", b, "--act", act, "--json", out); !ok {
+			t.Fatal(stderr)
+		}
+		var r struct {
+			MeanKL float64 `json:"mean_kl"`
+			Act    string  `json:"act"`
+		}
+		data, _ := os.ReadFile(out)
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case act == "f32" && (r.MeanKL != 0 || r.Act != ""):
+			t.Errorf("--act f32: mean KL %v (want 0), act %q (want none)", r.MeanKL, r.Act)
+		case act == "int8" && (r.MeanKL <= 0 || r.MeanKL >= 1e-3 || r.Act != "int8"):
+			t.Errorf("--act int8: mean KL %v (want in (0, 1e-3)), act %q", r.MeanKL, r.Act)
+		}
+	}
+}

@@ -1,0 +1,11 @@
+//go:build !(goexperiment.simd && amd64)
+
+package lut
+
+// Without GOEXPERIMENT=simd on amd64 the int8 activations run on the
+// portable twin (int8RowGo) alone.
+const int8Ready = false
+
+func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, r, r1 int) int { return r }
+
+func quantizeFast(q []int8, d []float32, x []float32) (float32, bool) { return 0, false }

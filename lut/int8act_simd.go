@@ -1,0 +1,118 @@
+//go:build goexperiment.simd && amd64
+
+package lut
+
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+// int8Ready: the int8-activation kernels (int8_amd64.s) need AVX-512
+// VNNI (VPDPBUSD) and VBMI (VPERMB) besides the fast kernels' AVX-512.
+var int8Ready = fastReady && archsimd.X86.AVX512VNNI() && archsimd.X86.AVX512VBMI()
+
+// lut4I8 and vec2I8 are the int8-activation kernels (int8_amd64.s): for
+// groups consecutive groups of eight outputs (eight scalar index rows, or
+// four 2-vector ones) from w (rows of 64·steps bytes, one codebook),
+// h[k] = int8RowGo of output k, bit for bit.
+//
+//go:noescape
+func lut4I8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, groups int, h *float32)
+
+//go:noescape
+func vec2I8(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, groups int, h *float32)
+
+// int8Kernel runs the kernels from index row r on as many whole groups
+// of eight outputs as fit before r1 and the end of r's codebook group,
+// writing the unscaled sums to y, and returns the first row it left
+// (r itself when no whole group fits).
+func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, r, r1 int) int {
+	d := m.f.Dim
+	R := 8 / d
+	end := r1
+	if m.rowsG > 0 {
+		end = min(r1, (r/m.rowsG+1)*m.rowsG)
+	}
+	groups := (end - r) / R
+	if groups == 0 {
+		return r
+	}
+	n := m.in / 2
+	w := unsafe.Pointer(&m.p.Index[r*n])
+	if d == 1 {
+		lut4I8(m.table8(r, 0), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], groups, &y[r])
+	} else {
+		vec2I8((*[128]byte)(m.tab8[m.group8(r)*128:]), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], groups, &y[r*2])
+	}
+	return r + groups*R
+}
+
+// Lane permutations of the activation quantizer: evenOdd puts 16
+// columns in the order [the 8 even ones, the 8 odd ones]; swap4, swap2
+// and swap1 exchange lanes 4, 2 and 1 apart within each half of eight.
+var (
+	evenOdd = archsimd.LoadUint32x16(&[16]uint32{0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15})
+	swap4   = archsimd.LoadUint32x16(&[16]uint32{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11})
+	swap2   = archsimd.LoadUint32x16(&[16]uint32{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13})
+	swap1   = archsimd.LoadUint32x16(&[16]uint32{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14})
+)
+
+// quantizeFast is quantizeRow's AVX-512 twin for rows of whole steps
+// (len(x) a multiple of 128; ok is false otherwise): the same float32
+// products, divisions and round-half-even, so the same codes, scales and
+// k. A vector of 16 columns holds two scale groups (lanes 0–7, 8–15); the
+// float32 scalar work (d, k) waits until the block's vector work is done
+// and the upper register state is cleared, since scalar float code after
+// 512-bit code runs several times slower on this host otherwise.
+func quantizeFast(q []int8, d []float32, x []float32) (k float32, ok bool) {
+	if !fastReady || len(x)%int8Step != 0 || len(q) != len(x) {
+		return 0, false
+	}
+	abs := archsimd.BroadcastUint32x16(0x7fffffff)
+	c127, tiny := archsimd.BroadcastFloat32x16(127), archsimd.BroadcastFloat32x16(int8Tiny)
+	var ms [8][16]float32 // group maxima, broadcast over each half
+	var ss [8][16]int32   // group sums of the codes, likewise
+	for b := 0; 16*b < len(d); b++ {
+		c0, c1 := b*int8Block, min(len(x), (b+1)*int8Block)
+		var mx [8]archsimd.Float32x16
+		for s := c0; s < c1; s += int8Step {
+			for v := range mx {
+				a := archsimd.LoadFloat32x16((*[16]float32)(x[s+16*v:])).AsUint32x16().And(abs).AsFloat32x16()
+				mx[v] = mx[v].Max(a)
+			}
+		}
+		var inv [8]archsimd.Float32x16
+		for v := range mx { // (by index: ranging over the array would copy it)
+			m := mx[v]
+			m = m.Max(m.Permute(swap4))
+			m = m.Max(m.Permute(swap2))
+			m = m.Max(m.Permute(swap1))
+			m.Store(&ms[v])
+			inv[v] = c127.Div(m.Max(tiny))
+		}
+		var sum [8]archsimd.Int32x16
+		for s := c0; s < c1; s += int8Step {
+			for v := range inv {
+				c := archsimd.LoadFloat32x16((*[16]float32)(x[s+16*v:])).Mul(inv[v]).RoundToEvenScaled(0).ConvertToInt32()
+				sum[v] = sum[v].Add(c)
+				u := c.Permute(evenOdd).SaturateToInt8().AsUint64x2()
+				*(*uint64)(unsafe.Pointer(&q[s+8*v])) = u.GetElem(0)
+				*(*uint64)(unsafe.Pointer(&q[s+64+8*v])) = u.GetElem(1)
+			}
+		}
+		for v := range sum {
+			n := sum[v]
+			n = n.Add(n.Permute(swap4))
+			n = n.Add(n.Permute(swap2))
+			n = n.Add(n.Permute(swap1))
+			n.Store(&ss[v])
+		}
+		archsimd.ClearAVXUpperBits()
+		for g := range 16 {
+			a, n := ms[g/2][8*(g%2)], ss[g/2][8*(g%2)]
+			d[16*b+g] = a / 127
+			k += float32(float32(128*n) * d[16*b+g])
+		}
+	}
+	return k, true
+}
