@@ -108,22 +108,29 @@ func (j *attJob) heads(lo, hi int) {
 	D, kvw, ws := c.HeadDim, c.KVHeads*c.HeadDim, j.pos+32
 	scale := float32(1 / math.Sqrt(float64(D)))
 	rq := c.Heads / c.KVHeads
-	if j.ls.q.k != nil { // the int8 cache: the plain loop widens as it reads
-		j.a.attend(c, j.pos, j.ls, sc, 0, lo, hi, sc.scores[lo*ws:])
-		return
-	}
 	// Every head's scores, then every head's values: the heads of a KV
 	// head read its keys (then values) while they are still in L1.
+	kq := &j.ls.q // the int8 cache (keys fp16, values int8), when kq.k != nil
 	for h := lo; h < hi; h++ {
 		q, w := sc.q.Row(0)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
-		if !attendScores(w, q, j.ls.k, j.pos+1, kvw, (h/rq)*D, scale) {
+		var ok bool
+		if kq.k != nil {
+			ok = attendScoresF16(w, q, kq.k, j.pos+1, kvw, (h/rq)*D, scale)
+		} else {
+			ok = attendScores(w, q, j.ls.k, j.pos+1, kvw, (h/rq)*D, scale)
+		}
+		if !ok {
 			j.a.attend(c, j.pos, j.ls, sc, 0, lo, hi, sc.scores[lo*ws:])
 			return
 		}
 	}
 	for h := lo; h < hi; h++ {
 		o, w := sc.att.Row(0)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
-		attendValues(o, w, j.ls.v, j.pos+1, kvw, (h/rq)*D)
+		if kq.k != nil {
+			attendValuesInt8(o, w, kq.v, kq.vs, j.pos+1, kvw, (h/rq)*D, h/rq, c.KVHeads)
+		} else {
+			attendValues(o, w, j.ls.v, j.pos+1, kvw, (h/rq)*D)
+		}
 	}
 }
 

@@ -15,6 +15,9 @@ func axpyFast(y []float32, a float32, x []float32) int                          
 func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool { return false }
 
 func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool { return false }
+func attendScoresF16(w, q []float32, K []uint16, n, stride, off int, scale float32) bool {
+	return false
+}
 
 // attendValues sets o to Σ_τ w[τ]·v_τ (attend's weighted sum; it only
 // runs after attendScores, which this build does not have).
@@ -22,5 +25,14 @@ func attendValues(o, w, V []float32, n, stride, off int) {
 	clear(o)
 	for tau, e := range w[:n] {
 		axpy(o, e, V[tau*stride+off:][:len(o)])
+	}
+}
+
+// attendValuesInt8 is attend's int8 weighted sum (it only runs after
+// attendScoresF16, which this build does not have).
+func attendValuesInt8(o, w []float32, V []int8, vs []float32, n, stride, off, hk, hkv int) {
+	clear(o)
+	for tau, e := range w[:n] {
+		axpyInt8(o, e*vs[tau*hkv+hk], V[tau*stride+off:][:len(o)])
 	}
 }

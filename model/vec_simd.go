@@ -222,11 +222,10 @@ func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool 
 // maximum is taken by permutes. It needs D = len(q) a multiple of 64 and
 // reports whether it ran.
 func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool {
-	D, nw := len(q), (n+15)&^15
-	if !vecReady || D%64 != 0 || len(w) < nw+16 {
+	D := len(q)
+	if !scoresFit(w, D, n) {
 		return false
 	}
-	w = w[:nw+16]
 	for tau := range n {
 		k := K[tau*stride+off:][:D]
 		var a, b f32x16
@@ -236,13 +235,69 @@ func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool {
 			a = ld16(q[c+32:]).MulAdd(ld16(k[c+32:]), a)
 			b = ld16(q[c+48:]).MulAdd(ld16(k[c+48:]), b)
 		}
-		a = a.Add(b)
-		h := a.GetLo().Add(a.GetHi())
-		s := h.GetLo().Add(h.GetHi())
-		s = s.AddPairs(s)
-		s = s.AddPairs(s)                      // every lane: q·k
-		s.Store((*[4]float32)(w[tau : tau+4])) // lanes past tau: rewritten by the next positions
+		storeScore(w, tau, a.Add(b))
 	}
+	softmaxScores(w, n, scale)
+	return true
+}
+
+// attendScoresF16 is attendScores for keys in fp16 (the int8 cache's
+// keys, widened exactly by ldF16).
+func attendScoresF16(w, q []float32, K []uint16, n, stride, off int, scale float32) bool {
+	D := len(q)
+	if !scoresFit(w, D, n) {
+		return false
+	}
+	for tau := range n {
+		k := K[tau*stride+off:][:D]
+		var a, b f32x16
+		for c := 0; c < D; c += 32 {
+			a = ld16(q[c:]).MulAdd(ldF16(k[c:]), a)
+			b = ld16(q[c+16:]).MulAdd(ldF16(k[c+16:]), b)
+		}
+		storeScore(w, tau, a.Add(b))
+	}
+	softmaxScores(w, n, scale)
+	return true
+}
+
+// scoresFit reports whether the score kernels run: vector kernels, D a
+// multiple of 64 and room in w for n rounded up to 16, plus 16.
+func scoresFit(w []float32, D, n int) bool {
+	return vecReady && D%64 == 0 && len(w) >= (n+15)&^15+16
+}
+
+// f16Magic scales an fp16 exponent, moved into float32's field, to its
+// value: 2^(127−15).
+const f16Magic = 0x1p112
+
+// ldF16 widens the 16 fp16 values at h[0:16] to float32, exactly for every
+// finite value (subnormals included: the magnitude's bits, shifted into a
+// float32, times 2^112), as tensor.F16ToF32.
+func ldF16(h []uint16) f32x16 {
+	u := archsimd.LoadUint16x16((*[16]uint16)(h[:16])).ExtendToUint32()
+	sign := u.And(archsimd.BroadcastUint32x16(0x8000)).ShiftAllLeft(16)
+	mag := u.And(archsimd.BroadcastUint32x16(0x7fff)).ShiftAllLeft(13).AsFloat32x16().Mul(bc16(f16Magic))
+	return mag.AsUint32x16().Or(sign).AsFloat32x16()
+}
+
+// storeScore writes the sum of a's lanes to w[tau] (a 4-float store whose
+// lanes past tau the next positions rewrite).
+func storeScore(w []float32, tau int, a f32x16) {
+	h := a.GetLo().Add(a.GetHi())
+	s := h.GetLo().Add(h.GetHi())
+	s = s.AddPairs(s)
+	s = s.AddPairs(s) // every lane: q·k
+	s.Store((*[4]float32)(w[tau : tau+4]))
+}
+
+// softmaxScores turns the n dot products in w into attention weights:
+// w = softmax(scale·w), attend's operations in attend's order, with no
+// scalar float code between vector code (the maximum is taken by
+// permutes; the float64 sum runs after the upper state is cleared).
+func softmaxScores(w []float32, n int, scale float32) {
+	nw := (n + 15) &^ 15
+	w = w[:nw+16]
 	sv, mv := bc16(scale), bc16(-inf32)
 	last := archsimd.Mask32x16FromBits(uint16(1)<<(n-(nw-16)) - 1) // lanes < n of the last block
 	for t0 := 0; t0 < nw; t0 += 16 {
@@ -269,7 +324,6 @@ func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool {
 		st16(w[t0:], ld16(w[t0:]).Mul(inv))
 	}
 	archsimd.ClearAVXUpperBits()
-	return true
 }
 
 // attendValues sets o [D] to Σ_τ w[τ]·v_τ over the n cached values, V
@@ -292,6 +346,37 @@ func attendValues(o, w, V []float32, n, stride, off int) {
 		st16(o[c+48:], o3)
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+// attendValuesInt8 sets o [D] to Σ_τ c[τ]·v_τ over n int8 cached values
+// (V rows at stride bytes from offset off), c[τ] = w[τ]·vs[τ·hkv + hk]
+// (their scales, per token and KV head): attend's int8 weighted sum in
+// attend's order. w is overwritten with c. It needs D a multiple of 64.
+func attendValuesInt8(o, w []float32, V []int8, vs []float32, n, stride, off, hk, hkv int) {
+	for tau := range n {
+		w[tau] *= vs[tau*hkv+hk]
+	}
+	D := len(o)
+	for c := 0; c < D; c += 64 {
+		var o0, o1, o2, o3 f32x16
+		for tau, e := range w[:n] {
+			p, v := bc16(e), V[tau*stride+off+c:][:64]
+			o0 = o0.Add(p.Mul(ldI8(v)))
+			o1 = o1.Add(p.Mul(ldI8(v[16:])))
+			o2 = o2.Add(p.Mul(ldI8(v[32:])))
+			o3 = o3.Add(p.Mul(ldI8(v[48:])))
+		}
+		st16(o[c:], o0)
+		st16(o[c+16:], o1)
+		st16(o[c+32:], o2)
+		st16(o[c+48:], o3)
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// ldI8 widens the 16 int8 values at v[0:16] to float32.
+func ldI8(v []int8) f32x16 {
+	return archsimd.LoadInt8x16((*[16]int8)(v[:16])).ExtendToInt32().ConvertToFloat32()
 }
 
 // maxIdx are the lane permutations of attendScores' maximum: swap halves,

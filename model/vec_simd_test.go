@@ -6,6 +6,8 @@ import (
 	"math"
 	"simd/archsimd"
 	"testing"
+
+	"forge/tensor"
 )
 
 // TestExp32x16 checks that the vector exp32 gives exp32's bits for every
@@ -38,4 +40,28 @@ func TestExp32x16(t *testing.T) {
 	in := vecInputs(16, 9)
 	copy(x[:], in)
 	check()
+}
+
+// TestLdF16 checks the vector fp16 widening against tensor.F16ToF32 on
+// every finite fp16 value (normal, subnormal, both zeros).
+func TestLdF16(t *testing.T) {
+	if !vecReady {
+		t.Skip("no AVX-512: the vector kernels do not run")
+	}
+	var h [16]uint16
+	var got [16]float32
+	for base := 0; base < 1<<16; base += 16 {
+		for i := range h {
+			h[i] = uint16(base + i)
+		}
+		ldF16(h[:]).Store(&got)
+		for i, v := range got {
+			if h[i]&0x7c00 == 0x7c00 {
+				continue // Inf and NaN: the cache holds finite keys
+			}
+			if w := tensor.F16ToF32(h[i]); !sameBits(v, w) {
+				t.Fatalf("ldF16(%#04x) = %v, F16ToF32 %v", h[i], v, w)
+			}
+		}
+	}
 }

@@ -105,9 +105,9 @@ func TestDeltaStepTwins(t *testing.T) {
 }
 
 // TestAttendStep compares a decode step's attention (attendScores and
-// attendValues where the build has them; heads split over the pool at
-// this size, and alone) with attend on a KV cache of 300 positions, two
-// KV heads and four query heads each. The dot products are summed in
+// attendValues, or their int8-cache twins, where the build has them; heads
+// split over the pool at this size, and alone) with attend on a KV cache
+// (f32, and int8) of 300 positions, two KV heads and four query heads each. The dot products are summed in
 // another order, so scores differ by float32 rounding: the outputs,
 // convex combinations of V rows of order one, agree to 1e-5.
 func TestAttendStep(t *testing.T) {
@@ -127,15 +127,20 @@ func TestAttendStep(t *testing.T) {
 	}
 	var a attention
 	sc.att.Resize(1, c.Heads*c.HeadDim)
-	a.attend(c, pos, ls, sc, 0, 0, c.Heads, sc.scores)
-	want := append([]float32(nil), sc.att.Data...)
-	for _, alone := range []bool{false, true} {
-		clear(sc.att.Data)
-		sc.mode.alone = alone
-		a.attendStep(c, pos, ls, sc)
-		for i, v := range sc.att.Data {
-			if d := math.Abs(float64(v - want[i])); !(d <= 1e-5) {
-				t.Fatalf("alone %v: att[%d] = %v, attend %v", alone, i, v, want[i])
+	// The same keys and values in the int8 cache (keys fp16, values int8).
+	l8 := &layerState{}
+	l8.q.append(ls.k, ls.v, c.KVHeads, c.HeadDim)
+	for _, cache := range []*layerState{ls, l8} {
+		a.attend(c, pos, cache, sc, 0, 0, c.Heads, sc.scores)
+		want := append([]float32(nil), sc.att.Data...)
+		for _, alone := range []bool{false, true} {
+			clear(sc.att.Data)
+			sc.mode.alone = alone
+			a.attendStep(c, pos, cache, sc)
+			for i, v := range sc.att.Data {
+				if d := math.Abs(float64(v - want[i])); !(d <= 1e-5) {
+					t.Fatalf("int8 cache %v, alone %v: att[%d] = %v, attend %v", cache == l8, alone, i, v, want[i])
+				}
 			}
 		}
 	}
