@@ -168,6 +168,14 @@ func (p *Pool) post(n, k int, fn func(lo, hi int)) *job {
 	if j == nil {
 		j = &job{done: make(chan struct{}, 1)}
 	}
+	// A worker that ran the previous call's last chunk after its owner had
+	// seen the call finish sent its wake-up into the retired job (before
+	// letting go of it, so it is here now): drop it, or this call's owner
+	// would take it for its own and return early.
+	select {
+	case <-j.done:
+	default:
+	}
 	j.fn, j.n, j.k = fn, n, k
 	j.next.Store(0)
 	j.left.Store(int32(k))

@@ -165,3 +165,34 @@ func BenchmarkParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestPoolRecycledWakeup: a worker that finishes a job's last chunk just
+// after its owner saw the job finish sends the owner's wake-up into a job
+// already retired; the next call that recycles the job must not take that
+// stale token for its own wake-up and return before its chunks have run
+// (the server tests' data race). Simulated here: a token left in a free
+// job, then a call whose owner blocks while the worker runs a chunk.
+func TestPoolRecycledWakeup(t *testing.T) {
+	p := NewPool(1)
+	p.quietTill.Store(1 << 62) // never poll: owners block at once
+	p.Run(2, 1, func(lo, hi int) {})
+	p.mu.Lock()
+	if len(p.free) == 0 {
+		p.mu.Unlock()
+		t.Fatal("no retired job to recycle")
+	}
+	p.free[len(p.free)-1].done <- struct{}{} // the late wake-up
+	p.mu.Unlock()
+	var done atomic.Int32
+	p.Run(2, 1, func(lo, hi int) {
+		if lo == 0 {
+			time.Sleep(2 * time.Millisecond) // the owner's chunk: the worker takes the other meanwhile
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+		done.Add(1)
+	})
+	if n := done.Load(); n != 2 {
+		t.Fatalf("Run returned after %d of 2 chunks", n)
+	}
+}

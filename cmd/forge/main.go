@@ -35,6 +35,7 @@ type cli struct {
 	Run        RunCmd           `cmd:"" group:"Run" help:"Generate a reply to a prompt or conversation, streamed to stdout."`
 	Chat       ChatCmd          `cmd:"" group:"Run" help:"Talk with a model interactively (the conversation's state is kept between turns)."`
 	Bench      BenchCmd         `cmd:"" group:"Run" help:"Measure prefill and decode speed (llama-bench's pp/tg tests) against this machine's read bandwidth."`
+	Serve      ServeCmd         `cmd:"" group:"Run" help:"Serve the OpenAI API (chat completions, completions, models) with a prompt cache per slot."`
 	Quantize   QuantizeCmd      `cmd:"" group:"Quantize" help:"Quantize a checkpoint into a bundle."`
 	SNR        SNRCmd           `cmd:"" name:"snr" group:"Quantize" help:"Weight SNR (dB) of matrices quantized to formats."`
 	Calib      CalibGroup       `cmd:"" group:"Quantize" help:"Make calibration data: forge calib generate (the model answers chat prompts; prompts and answers as .npy token rows)."`
@@ -105,15 +106,15 @@ func defaults() kong.Vars {
 		"calib_ctx":     strconv.Itoa(corpus.DefaultSeq),
 		"dequant_dtype": forge.DequantizeDType,
 		"dequant_shard": sizeFlag(forge.DequantizeShardSize),
-		"temp":          ftoa(forge.DefaultTemperature),
-		"think_temp":    ftoa(forge.DefaultThinkTemperature),
-		"top_p":         ftoa(forge.DefaultTopP),
-		"think_top_p":   ftoa(forge.DefaultThinkTopP),
-		"top_k":         strconv.Itoa(forge.DefaultTopK),
+		"temp":          ftoa(generate.DefaultTemperature),
+		"think_temp":    ftoa(generate.DefaultThinkTemperature),
+		"top_p":         ftoa(generate.DefaultTopP),
+		"think_top_p":   ftoa(generate.DefaultThinkTopP),
+		"top_k":         strconv.Itoa(generate.DefaultTopK),
 		"dry_base":      ftoa(sample.DefaultDRYBase),
 		"dry_allowed":   strconv.Itoa(sample.DefaultDRYAllowed),
 		"max_tokens":    strconv.Itoa(generate.DefaultMaxTokens),
-		"think_budget":  strconv.Itoa(forge.DefaultThinkBudget),
+		"think_budget":  strconv.Itoa(generate.DefaultThinkBudget),
 		"loop_reps":     strconv.Itoa(generate.LoopReps),
 		"bench_prompt":  strconv.Itoa(forge.BenchDefaultPrompt),
 		"bench_gen":     strconv.Itoa(forge.BenchDefaultGen),

@@ -1,0 +1,70 @@
+package forge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"forge/generate"
+	"forge/server"
+)
+
+// ServeConfig configures Serve. Zero values are the defaults.
+type ServeConfig struct {
+	Model string // checkpoint or bundle directory
+	Addr  string // listen address (default "127.0.0.1:8080")
+	server.Options
+	// ShutdownTimeout bounds how long in-flight requests may finish after
+	// ctx is cancelled (0: 10 s); then their connections are closed.
+	ShutdownTimeout time.Duration
+	// Ready, if set, is called with the listening address once requests
+	// are accepted.
+	Ready func(addr string)
+}
+
+// Serve answers the OpenAI API for cfg.Model on cfg.Addr until ctx is
+// cancelled, then shuts down gracefully.
+func Serve(ctx context.Context, cfg ServeConfig) error {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8080"
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	rt, err := OpenRuntime(cfg.Model, generate.Options{KV: cfg.KV, Act: cfg.Act})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if cfg.Name == "" {
+		cfg.Name = rt.Name
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	hs := &http.Server{Handler: server.New(rt.Model, rt.Tok, cfg.Options), ReadHeaderTimeout: 30 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	select {
+	case err := <-done:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close() // in-flight requests past the timeout: their contexts end, their slots free
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's Prometheus series, in a registry of its own
+// (two servers in one process do not share them).
+type metrics struct {
+	reg           *prometheus.Registry
+	requests      *prometheus.CounterVec
+	promptTokens  prometheus.Counter
+	genTokens     prometheus.Counter
+	cachedTokens  prometheus.Counter
+	cacheHits     prometheus.Counter
+	prefillTPS    prometheus.Histogram
+	decodeTPS     prometheus.Histogram
+	queue, active prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	buckets := prometheus.ExponentialBuckets(1, 2, 16) // 1 … 32768 tokens/s
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "forge_requests_total",
+			Help: "HTTP requests by route and status."}, []string{"route", "status"}),
+		promptTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_prompt_tokens_total", Help: "Prompt tokens of finished replies."}),
+		genTokens:    prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_generated_tokens_total", Help: "Tokens generated."}),
+		cachedTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_cache_reused_tokens_total", Help: "Prompt tokens reused from a slot's state."}),
+		cacheHits:    prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_cache_hits_total", Help: "Replies that reused part of their prompt."}),
+		prefillTPS: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "forge_prefill_tokens_per_second",
+			Help: "Prefill speed per reply (prompt tokens run, cached ones excluded).", Buckets: buckets}),
+		decodeTPS: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "forge_decode_tokens_per_second",
+			Help: "Decode speed per reply.", Buckets: buckets}),
+		queue:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "forge_queue_length", Help: "Requests waiting for a slot."}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "forge_active_slots", Help: "Slots generating a reply."}),
+	}
+	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.cachedTokens, m.cacheHits,
+		m.prefillTPS, m.decodeTPS, m.queue, m.active)
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

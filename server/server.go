@@ -1,0 +1,288 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"forge/generate"
+	"forge/model"
+	"forge/tokenizer"
+)
+
+// Options configure a Server; the zero value is the default.
+type Options struct {
+	Name      string    // the model id /v1/models lists (default "forge")
+	Slots     int       // requests generated at once, each with its own state (0: 2)
+	Queue     int       // requests that may wait for a slot (0: 8; < 0: none); more get 429
+	APIKey    string    // if set, every route but /health needs "Authorization: Bearer KEY"
+	MaxBody   int64     // request body limit in bytes (0: 4 MiB); larger bodies get 413
+	MaxTokens int       // default max_tokens (0: generate.DefaultMaxTokens)
+	Think     bool      // enable_thinking when a request does not say
+	KV        model.KV  // the slots' KV cache format
+	Act       model.Act // the slots' activation precision
+	// NoCache makes every request start from an empty state (for
+	// comparing cached and uncached replies).
+	NoCache bool
+}
+
+// Limits of a request besides the body size.
+const (
+	maxMessages = 4096
+	maxStops    = 16
+)
+
+// Server answers the OpenAI API from one model with Options.Slots engines.
+// It is an http.Handler.
+type Server struct {
+	m     *model.Model
+	tok   *tokenizer.Tokenizer
+	opt   Options
+	mux   *http.ServeMux
+	met   *metrics
+	free  chan *slot // idle slots
+	slots []*slot
+	wait  chan struct{} // queue places: a request holds one while it waits
+	start time.Time
+
+	mu   sync.Mutex
+	last *slot // the slot that finished last (for /health)
+}
+
+// slot is one engine and its last request's measurements.
+type slot struct {
+	id     int
+	e      *generate.Engine
+	last   generate.Metrics
+	finish generate.Finish
+}
+
+// New returns a Server for m (whose tokenizer is tok).
+func New(m *model.Model, tok *tokenizer.Tokenizer, opt Options) *Server {
+	if opt.Name == "" {
+		opt.Name = "forge"
+	}
+	if opt.Slots <= 0 {
+		opt.Slots = 2
+	}
+	if opt.Queue == 0 {
+		opt.Queue = 8
+	}
+	if opt.MaxBody <= 0 {
+		opt.MaxBody = 4 << 20
+	}
+	if opt.MaxTokens <= 0 {
+		opt.MaxTokens = generate.DefaultMaxTokens
+	}
+	s := &Server{m: m, tok: tok, opt: opt, mux: http.NewServeMux(), met: newMetrics(),
+		free: make(chan *slot, opt.Slots), wait: make(chan struct{}, max(opt.Queue, 0)), start: time.Now()}
+	for i := range opt.Slots {
+		sl := &slot{id: i, e: generate.New(m, tok, generate.Options{KV: opt.KV, Act: opt.Act})}
+		s.slots = append(s.slots, sl)
+		s.free <- sl
+	}
+	s.route("POST /v1/chat/completions", "chat", s.chat)
+	s.route("POST /chat/completions", "chat", s.chat)
+	s.route("POST /v1/completions", "completions", s.completions)
+	s.route("POST /completions", "completions", s.completions)
+	s.route("GET /v1/models", "models", s.models)
+	s.route("GET /models", "models", s.models)
+	s.route("GET /health", "health", s.health)
+	s.route("GET /v1/health", "health", s.health)
+	s.route("GET /metrics", "metrics", s.met.handler().ServeHTTP)
+	s.route("/", "other", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+	return s
+}
+
+// ServeHTTP answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// route registers h for pattern, with authentication (all but health),
+// the body limit and the request metrics.
+func (s *Server) route(pattern, name string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		defer func() { s.met.requests.WithLabelValues(name, strconv.Itoa(sw.status)).Inc() }()
+		if s.opt.APIKey != "" && name != "health" && r.Header.Get("Authorization") != "Bearer "+s.opt.APIKey {
+			writeError(sw, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing or wrong API key (Authorization: Bearer KEY)")
+			return
+		}
+		r.Body = http.MaxBytesReader(sw, r.Body, s.opt.MaxBody)
+		h(sw, r)
+	})
+}
+
+// statusWriter records the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Flush passes streaming flushes through.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// apiError is an error with its HTTP status and OpenAI type and code.
+type apiError struct {
+	status     int
+	typ, code  string
+	msg        string
+	retryAfter bool
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(code, format string, a ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: code, msg: fmt.Sprintf(format, a...)}
+}
+
+// writeError writes OpenAI's error object.
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	var c any
+	if code != "" {
+		c = code
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": c, "param": nil}})
+}
+
+// fail writes err: an *apiError as it says, a body over the limit as 413,
+// anything else as a 500.
+func fail(w http.ResponseWriter, err error) {
+	var ae *apiError
+	var mb *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		if ae.retryAfter {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeError(w, ae.status, ae.typ, ae.code, ae.msg)
+	case errors.As(err, &mb):
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("request body over %d bytes", mb.Limit))
+	default:
+		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
+	}
+}
+
+// acquire returns an idle slot, preferring the one whose state holds the
+// longest prefix of prompt (its cache), waiting in the queue while all are
+// busy; a full queue is a 429.
+func (s *Server) acquire(ctx context.Context, prompt []int) (*slot, error) {
+	select {
+	case sl := <-s.free:
+		return s.best(sl, prompt), nil
+	default:
+	}
+	select {
+	case s.wait <- struct{}{}:
+	default:
+		return nil, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "queue_full",
+			msg: "all slots are busy and the queue is full; retry later", retryAfter: true}
+	}
+	s.met.queue.Inc()
+	defer func() { <-s.wait; s.met.queue.Dec() }()
+	select {
+	case sl := <-s.free:
+		return s.best(sl, prompt), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// best swaps sl for another idle slot whose state shares a longer prefix
+// with prompt, if there is one.
+func (s *Server) best(sl *slot, prompt []int) *slot {
+	for range len(s.free) {
+		select {
+		case o := <-s.free:
+			if common(o.e.Fed(), prompt) > common(sl.e.Fed(), prompt) {
+				sl, o = o, sl
+			}
+			s.free <- o
+		default:
+		}
+	}
+	s.met.active.Inc()
+	return sl
+}
+
+// release returns a slot after its request.
+func (s *Server) release(sl *slot) {
+	s.mu.Lock()
+	s.last = sl
+	s.mu.Unlock()
+	s.met.active.Dec()
+	s.free <- sl
+}
+
+func common(a, b []int) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// models answers GET /v1/models.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, map[string]any{"object": "list", "data": []any{map[string]any{
+		"id": s.opt.Name, "object": "model", "created": s.start.Unix(), "owned_by": "forge",
+		"max_model_len": s.m.Config().MaxContext,
+	}}})
+}
+
+// health answers GET /health with the reference's fields: the context
+// cap and, from the request that finished last, its slot's position, the
+// prefill and decode measurements and the finish reason; per slot too.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	last := s.last
+	s.mu.Unlock()
+	h := map[string]any{"status": "ok", "model": s.opt.Name, "context": s.m.Config().MaxContext,
+		"kv_cache_dtype": s.opt.KV.String(), "activations": s.opt.Act.String(), "slots": len(s.slots),
+		"idle_slots": len(s.free), "queued": len(s.wait)}
+	if last != nil {
+		h["position"] = len(last.e.Fed())
+		mt := last.last
+		h["prefill"] = map[string]any{"tokens": mt.PrefillTokens, "seconds": mt.PrefillSeconds,
+			"tokens_per_second": mt.PrefillTPS(), "cached_tokens": mt.CachedTokens}
+		h["decode"] = map[string]any{"tokens": mt.GeneratedTokens, "seconds": mt.DecodeSeconds,
+			"tokens_per_second": mt.DecodeTPS(), "finish_reason": string(last.finish)}
+	}
+	writeJSON(w, h)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decodeBody reads a JSON request body into v (whatever Content-Type the
+// client sent: curl -d sends a form type).
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(v); err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return err
+		}
+		return badRequest("bad_json", "bad json: %v", err)
+	}
+	return nil
+}

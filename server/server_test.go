@@ -1,0 +1,363 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"forge/model"
+	"forge/server"
+	"forge/source"
+	"forge/tokenizer"
+)
+
+var (
+	tinyOnce sync.Once
+	tinyM    *model.Model
+	tinyTok  *tokenizer.Tokenizer
+	tinyErr  error
+)
+
+// tiny loads models/forge-tiny once for all tests.
+func tiny(t *testing.T) (*model.Model, *tokenizer.Tokenizer) { return tinyB(t) }
+
+func tinyB(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
+	t.Helper()
+	tinyOnce.Do(func() {
+		dir := "../models/forge-tiny"
+		tinyM, _, tinyErr = source.Load(dir)
+		if tinyErr == nil {
+			tinyTok, tinyErr = tokenizer.Load(dir)
+		}
+	})
+	if tinyErr != nil {
+		t.Fatal(tinyErr)
+	}
+	return tinyM, tinyTok
+}
+
+// start serves forge-tiny with opt over loopback and returns its base URL
+// and an official OpenAI client for it.
+func start(t *testing.T, opt server.Options) (string, openai.Client) {
+	t.Helper()
+	m, tok := tiny(t)
+	return startB(t, m, tok, opt)
+}
+
+func startB(t testing.TB, m *model.Model, tok *tokenizer.Tokenizer, opt server.Options) (string, openai.Client) {
+	t.Helper()
+	ts := httptest.NewServer(server.New(m, tok, opt))
+	t.Cleanup(ts.Close)
+	key := opt.APIKey
+	if key == "" {
+		key = "unused"
+	}
+	return ts.URL, openai.NewClient(option.WithBaseURL(ts.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
+}
+
+func greedy(msgs []openai.ChatCompletionMessageParamUnion, n int64) openai.ChatCompletionNewParams {
+	return openai.ChatCompletionNewParams{Model: "forge-tiny", Messages: msgs, MaxTokens: openai.Int(n), Temperature: openai.Float(0)}
+}
+
+// TestChatClient: the official client's chat call gets a reply, usage
+// counts, and the same request again reuses the cached prompt (all but the
+// last token's worth, reported as cached_tokens) and gets the same text.
+func TestChatClient(t *testing.T) {
+	_, c := start(t, server.Options{})
+	ctx := context.Background()
+	p := greedy([]openai.ChatCompletionMessageParamUnion{openai.SystemMessage("You write Go."), openai.UserMessage("Write a function that adds two ints.")}, 24)
+	a, err := c.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Choices) != 1 || a.Choices[0].Message.Content == "" || a.Usage.PromptTokens == 0 || a.Usage.CompletionTokens == 0 ||
+		a.Usage.TotalTokens != a.Usage.PromptTokens+a.Usage.CompletionTokens {
+		t.Fatalf("reply %+v", a)
+	}
+	if f := a.Choices[0].FinishReason; f != "length" && f != "stop" {
+		t.Fatalf("finish %q", f)
+	}
+	b, err := c.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Choices[0].Message.Content != a.Choices[0].Message.Content {
+		t.Fatalf("cached reply %q, first %q", b.Choices[0].Message.Content, a.Choices[0].Message.Content)
+	}
+	if cached := b.Usage.PromptTokensDetails.CachedTokens; cached == 0 || cached >= b.Usage.PromptTokens {
+		t.Fatalf("second identical request: cached_tokens %d of %d", cached, b.Usage.PromptTokens)
+	}
+}
+
+// TestChatStreaming: the streamed reply, accumulated by the official
+// client, is the non-streamed one; the first chunk carries the role, the
+// last the usage.
+func TestChatStreaming(t *testing.T) {
+	_, c := start(t, server.Options{NoCache: true})
+	ctx := context.Background()
+	p := greedy([]openai.ChatCompletionMessageParamUnion{openai.UserMessage("package main\n\nfunc main() {")}, 32)
+	whole, err := c.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	s := c.Chat.Completions.NewStreaming(ctx, p)
+	var acc openai.ChatCompletionAccumulator
+	n := 0
+	for s.Next() {
+		ch := s.Current()
+		if n == 0 && (len(ch.Choices) != 1 || ch.Choices[0].Delta.Role != "assistant") {
+			t.Fatalf("first chunk %+v", ch)
+		}
+		acc.AddChunk(ch)
+		n++
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := acc.Choices[0].Message.Content, whole.Choices[0].Message.Content; got != want {
+		t.Fatalf("streamed %q, whole %q", got, want)
+	}
+	if acc.Usage.CompletionTokens != whole.Usage.CompletionTokens || acc.Usage.PromptTokens != whole.Usage.PromptTokens {
+		t.Fatalf("streamed usage %+v, whole %+v", acc.Usage, whole.Usage)
+	}
+}
+
+// TestCompletions: /v1/completions continues a plain text, whole and
+// streamed alike.
+func TestCompletions(t *testing.T) {
+	_, c := start(t, server.Options{NoCache: true})
+	ctx := context.Background()
+	p := openai.CompletionNewParams{Model: "forge-tiny", Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("def fib(n):")},
+		MaxTokens: openai.Int(16), Temperature: openai.Float(0)}
+	r, err := c.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Choices) != 1 || r.Choices[0].Text == "" || r.Usage.CompletionTokens != 16 {
+		t.Fatalf("%+v", r)
+	}
+	s := c.Completions.NewStreaming(ctx, p)
+	var text strings.Builder
+	for s.Next() {
+		for _, ch := range s.Current().Choices {
+			text.WriteString(ch.Text)
+		}
+	}
+	if s.Err() != nil || text.String() != r.Choices[0].Text {
+		t.Fatalf("streamed %q (%v), whole %q", text.String(), s.Err(), r.Choices[0].Text)
+	}
+}
+
+// TestErrors: every error is OpenAI's object with the right status, as
+// the official client reads it.
+func TestErrors(t *testing.T) {
+	_, c := start(t, server.Options{MaxBody: 1 << 16})
+	ctx := context.Background()
+	status := func(err error) (int, string) {
+		var ae *openai.Error
+		if !errors.As(err, &ae) {
+			t.Fatalf("not an API error: %v", err)
+		}
+		return ae.StatusCode, ae.Code
+	}
+	long := strings.Repeat("func f() { return } ", 4000) // 80,000 bytes, > 4096 tokens
+	_, err := c.Chat.Completions.New(ctx, greedy([]openai.ChatCompletionMessageParamUnion{openai.UserMessage(long)}, 8))
+	if code, _ := status(err); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("body over the limit: status %d, want 413", code)
+	}
+	url2, c2 := start(t, server.Options{})
+	_, err = c2.Chat.Completions.New(ctx, greedy([]openai.ChatCompletionMessageParamUnion{openai.UserMessage(long)}, 8))
+	if code, name := status(err); code != 400 || name != "context_length_exceeded" {
+		t.Errorf("prompt over the context: %d %q", code, name)
+	}
+	_, err = c.Chat.Completions.New(ctx, greedy(nil, 8))
+	if code, _ := status(err); code != 400 {
+		t.Errorf("no messages: %d", code)
+	}
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"GET", "/nowhere", "", 404},
+		{"POST", "/v1/chat/completions", "{not json", 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":0}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"wizard","content":"hi"}]}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"stop":[""]}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":-1}`, 400},
+		{"POST", "/v1/completions", `{"prompt":""}`, 400},
+	} {
+		req, _ := http.NewRequest(tc.method, url2+tc.path, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), `"error":{`) || !strings.Contains(string(body), `"message":`) {
+			t.Errorf("%s %s %s: %d %s, want %d and an error object", tc.method, tc.path, tc.body, resp.StatusCode, body, tc.status)
+		}
+	}
+}
+
+// TestAPIKey: with a key, every route but /health needs it.
+func TestAPIKey(t *testing.T) {
+	url, c := start(t, server.Options{APIKey: "sesame"})
+	if _, err := c.Models.List(context.Background()); err != nil {
+		t.Fatalf("with the key: %v", err)
+	}
+	for _, path := range []string{"/v1/models", "/metrics", "/v1/chat/completions"} {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s without the key: %d", path, resp.StatusCode)
+		}
+	}
+	resp, err := http.Get(url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("/health without the key: %d", resp.StatusCode)
+	}
+}
+
+// TestQueueAndDisconnect: with one slot and no queue, a second request
+// while one streams gets 429 with Retry-After; a client that leaves
+// mid-stream frees the slot at once, and /metrics counts it all.
+func TestQueueAndDisconnect(t *testing.T) {
+	url, c := start(t, server.Options{Slots: 1, Queue: -1, NoCache: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	body := `{"messages":[{"role":"user","content":"Count to a thousand."}],"max_tokens":3000,"temperature":0,"stream":true}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/chat/completions", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil { // the stream has begun
+		t.Fatal(err)
+	}
+	_, err = c.Chat.Completions.New(context.Background(), greedy([]openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}, 4))
+	var ae *openai.Error
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusTooManyRequests || ae.Response.Header.Get("Retry-After") == "" {
+		t.Fatalf("second request while the only slot streams: %v", err)
+	}
+	cancel() // the client leaves mid-stream
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err = c.Chat.Completions.New(context.Background(), greedy([]openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}, 4))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot was not freed after the client left: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(m.Body)
+	m.Body.Close()
+	for _, want := range []string{`forge_requests_total{route="chat",status="429"}`, `forge_requests_total{route="chat",status="200"}`, "forge_decode_tokens_per_second_bucket", "forge_active_slots 0"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestCachedEqualsUncached: randomized multi-turn conversations sent to a
+// server with its prompt caches and to one that starts every request from
+// an empty state get the same greedy replies, turn after turn, with other
+// conversations in between on the cached server's two slots.
+func TestCachedEqualsUncached(t *testing.T) {
+	_, cached := start(t, server.Options{Slots: 2})
+	_, plain := start(t, server.Options{Slots: 1, NoCache: true})
+	ctx := context.Background()
+	g := rand.New(rand.NewPCG(5, 6))
+	words := strings.Fields("func main package return if else for range the river a of code print string int error nil go test")
+	phrase := func() string {
+		n := 3 + g.IntN(12)
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(words[g.IntN(len(words))])
+		}
+		return b.String()
+	}
+	convs := 12
+	if testing.Short() {
+		convs = 4
+	}
+	reused := 0
+	// One conversation at a time (its turns reuse its slot's state), then
+	// all of them again with every turn interleaved with the others (the
+	// slots' states belong to other conversations in between): the replies
+	// must equal the uncached server's either way.
+	for _, interleave := range []bool{false, true} {
+		hist := make([][]openai.ChatCompletionMessageParamUnion, convs)
+		for i := range hist {
+			if g.IntN(2) == 0 {
+				hist[i] = append(hist[i], openai.SystemMessage(phrase()))
+			}
+		}
+		step := func(i, turn int) {
+			hist[i] = append(hist[i], openai.UserMessage(phrase()))
+			n := int64(4 + g.IntN(20))
+			a, err := cached.Chat.Completions.New(ctx, greedy(hist[i], n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := plain.Chat.Completions.New(ctx, greedy(hist[i], n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Choices[0].Message.Content != b.Choices[0].Message.Content || a.Usage.CompletionTokens != b.Usage.CompletionTokens {
+				t.Fatalf("interleaved %v, conversation %d turn %d: cached %q, uncached %q", interleave, i, turn, a.Choices[0].Message.Content, b.Choices[0].Message.Content)
+			}
+			if b.Usage.PromptTokensDetails.CachedTokens != 0 {
+				t.Fatalf("the uncached server reused %d tokens", b.Usage.PromptTokensDetails.CachedTokens)
+			}
+			if turn > 0 && !interleave {
+				reused += int(a.Usage.PromptTokensDetails.CachedTokens)
+			}
+			hist[i] = append(hist[i], openai.AssistantMessage(a.Choices[0].Message.Content))
+		}
+		if interleave {
+			for turn := range 3 {
+				for i := range hist {
+					step(i, turn)
+				}
+			}
+		} else {
+			for i := range hist {
+				for turn := range 3 {
+					step(i, turn)
+				}
+			}
+		}
+	}
+	if reused == 0 {
+		t.Fatal("the cached server never reused a prompt prefix on a conversation's next turn")
+	}
+	t.Logf("2 × %d conversations × 3 turns equal; %d prompt tokens reused on next turns", convs, reused)
+}
