@@ -27,6 +27,9 @@ type Chat struct {
 	Messages json.RawMessage // a JSON list of {role, content, ...}
 	Tools    json.RawMessage // a JSON list of tool schemas, or nil
 	Think    bool            // enable_thinking
+	// Kwargs are further chat-template variables (reasoning_effort,
+	// preserve_thinking, …); enable_thinking here is overridden by Think.
+	Kwargs map[string]any
 }
 
 // Prompt returns the ids of Render's text.
@@ -50,7 +53,15 @@ func (c Chat) Render(tok *tokenizer.Tokenizer) (string, error) {
 	if len(msgs) == 0 {
 		return "", errors.New("messages: the list is empty")
 	}
-	kwargs, _ := json.Marshal(map[string]bool{"enable_thinking": c.Think})
+	kw := map[string]any{}
+	for k, v := range c.Kwargs {
+		kw[k] = v
+	}
+	kw["enable_thinking"] = c.Think
+	kwargs, err := json.Marshal(kw)
+	if err != nil {
+		return "", fmt.Errorf("chat template variables: %w", err)
+	}
 	return tok.Chat(c.Messages, tokenizer.ChatOptions{
 		Tools: c.Tools, AddGenerationPrompt: true, Kwargs: kwargs, ParseArguments: true,
 	})

@@ -38,12 +38,11 @@ type genRequest struct {
 // chatRequest is a POST /v1/chat/completions body.
 type chatRequest struct {
 	genRequest
-	Messages   []map[string]any `json:"messages"`
-	Tools      json.RawMessage  `json:"tools"`
-	ToolChoice json.RawMessage  `json:"tool_choice"`
-	Kwargs     struct {
-		EnableThinking *bool `json:"enable_thinking"`
-	} `json:"chat_template_kwargs"`
+	Messages        []map[string]any `json:"messages"`
+	Tools           json.RawMessage  `json:"tools"`
+	ToolChoice      json.RawMessage  `json:"tool_choice"`
+	Kwargs          map[string]any   `json:"chat_template_kwargs"`
+	ReasoningEffort string           `json:"reasoning_effort"`
 }
 
 // completionRequest is a POST /v1/completions body.
@@ -200,8 +199,19 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	think := s.opt.Think
-	if req.Kwargs.EnableThinking != nil {
-		think = *req.Kwargs.EnableThinking
+	if v, ok := req.Kwargs["enable_thinking"]; ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			fail(w, badRequest("invalid_value", "chat_template_kwargs.enable_thinking: want true or false"))
+			return
+		}
+		think = b
+	}
+	if req.ReasoningEffort != "" && req.Kwargs["reasoning_effort"] == nil {
+		if req.Kwargs == nil {
+			req.Kwargs = map[string]any{}
+		}
+		req.Kwargs["reasoning_effort"] = req.ReasoningEffort
 	}
 	msgs, err := messages(req.Messages)
 	if err != nil {
@@ -217,7 +227,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		fail(w, badRequest("invalid_value", "tools: %v", err))
 		return
 	}
-	prompt, err := generate.Chat{Messages: msgs, Tools: tools, Think: think}.Prompt(s.tok)
+	prompt, err := generate.Chat{Messages: msgs, Tools: tools, Think: think, Kwargs: req.Kwargs}.Prompt(s.tok)
 	if err != nil {
 		fail(w, badRequest("template_error", "template error: %v", err))
 		return
@@ -272,7 +282,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, rp reply, gr g
 		fail(w, err)
 		return
 	}
-	defer s.release(sl)
+	var done *finished
+	defer func() { s.release(sl, done) }()
 	if s.opt.NoCache {
 		sl.e.Reset()
 	}
@@ -290,7 +301,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, rp reply, gr g
 		emit = st.text
 	}
 	res, err := sl.e.Generate(r.Context(), gr, emit)
-	sl.last, sl.finish = res.Metrics, res.Finish
+	done = &finished{mt: res.Metrics, finish: res.Finish}
 	s.account(res.Metrics)
 	if err != nil && !rp.stream {
 		if r.Context().Err() != nil {

@@ -29,6 +29,10 @@ type Options struct {
 	// NoCache makes every request start from an empty state (for
 	// comparing cached and uncached replies).
 	NoCache bool
+	// CORSOrigins may read the read-only routes (/health, /v1/models) from
+	// a browser: they get Access-Control-Allow-Origin there and nowhere
+	// else (none: CORS off).
+	CORSOrigins []string
 }
 
 // Limits of a request besides the body size.
@@ -51,14 +55,19 @@ type Server struct {
 	start time.Time
 
 	mu   sync.Mutex
-	last *slot // the slot that finished last (for /health)
+	last *finished // the request that finished last (for /health), nil before the first
 }
 
-// slot is one engine and its last request's measurements.
+// slot is one engine.
 type slot struct {
-	id     int
-	e      *generate.Engine
-	last   generate.Metrics
+	id int
+	e  *generate.Engine
+}
+
+// finished is what /health reports of the request that finished last.
+type finished struct {
+	pos    int // its slot's position after it
+	mt     generate.Metrics
 	finish generate.Finish
 }
 
@@ -95,6 +104,7 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opt Options) *Server {
 	s.route("GET /health", "health", s.health)
 	s.route("GET /v1/health", "health", s.health)
 	s.route("GET /metrics", "metrics", s.met.handler().ServeHTTP)
+	s.route("OPTIONS /", "preflight", s.preflight)
 	s.route("/", "other", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -110,13 +120,44 @@ func (s *Server) route(pattern, name string, h http.HandlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() { s.met.requests.WithLabelValues(name, strconv.Itoa(sw.status)).Inc() }()
-		if s.opt.APIKey != "" && name != "health" && r.Header.Get("Authorization") != "Bearer "+s.opt.APIKey {
+		if (name == "health" || name == "models") && s.allowed(r) {
+			sw.Header().Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
+			sw.Header().Set("Vary", "Origin")
+		}
+		if s.opt.APIKey != "" && name != "health" && name != "preflight" && r.Header.Get("Authorization") != "Bearer "+s.opt.APIKey {
 			writeError(sw, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing or wrong API key (Authorization: Bearer KEY)")
 			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.opt.MaxBody)
 		h(sw, r)
 	})
+}
+
+// allowed reports whether r comes from an origin CORSOrigins lists.
+func (s *Server) allowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	for _, a := range s.opt.CORSOrigins {
+		if o != "" && o == a {
+			return true
+		}
+	}
+	return false
+}
+
+// preflight answers a CORS preflight: 204 for an allowed origin on a
+// read-only route, 403 otherwise (completions never opt in).
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/health", "/v1/health", "/v1/models", "/models":
+		if s.allowed(r) {
+			w.Header().Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
+			w.Header().Set("Access-Control-Allow-Methods", "GET")
+			w.Header().Set("Vary", "Origin")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	writeError(w, http.StatusForbidden, "invalid_request_error", "cors_forbidden", "cross-origin requests are not allowed here")
 }
 
 // statusWriter records the status a handler wrote.
@@ -222,11 +263,14 @@ func (s *Server) best(sl *slot, prompt []int) *slot {
 	return sl
 }
 
-// release returns a slot after its request.
-func (s *Server) release(sl *slot) {
-	s.mu.Lock()
-	s.last = sl
-	s.mu.Unlock()
+// release returns a slot after its request, whose measurements f are.
+func (s *Server) release(sl *slot, f *finished) {
+	if f != nil {
+		f.pos = len(sl.e.Fed())
+		s.mu.Lock()
+		s.last = f
+		s.mu.Unlock()
+	}
 	s.met.active.Dec()
 	s.free <- sl
 }
@@ -258,8 +302,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		"kv_cache_dtype": s.opt.KV.String(), "activations": s.opt.Act.String(), "slots": len(s.slots),
 		"idle_slots": len(s.free), "queued": len(s.wait)}
 	if last != nil {
-		h["position"] = len(last.e.Fed())
-		mt := last.last
+		h["position"] = last.pos
+		mt := last.mt
 		h["prefill"] = map[string]any{"tokens": mt.PrefillTokens, "seconds": mt.PrefillSeconds,
 			"tokens_per_second": mt.PrefillTPS(), "cached_tokens": mt.CachedTokens}
 		h["decode"] = map[string]any{"tokens": mt.GeneratedTokens, "seconds": mt.DecodeSeconds,

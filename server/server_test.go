@@ -3,7 +3,9 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -360,4 +362,105 @@ func TestCachedEqualsUncached(t *testing.T) {
 		t.Fatal("the cached server never reused a prompt prefix on a conversation's next turn")
 	}
 	t.Logf("2 × %d conversations × 3 turns equal; %d prompt tokens reused on next turns", convs, reused)
+}
+
+// TestCORS: CORS is off by default; an allowed origin may read /health and
+// /v1/models (and preflight them), never the completion routes.
+func TestCORS(t *testing.T) {
+	do := func(url, method, path, origin string) *http.Response {
+		req, _ := http.NewRequest(method, url+path, strings.NewReader(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":1}`))
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	off, _ := start(t, server.Options{})
+	if h := do(off, "GET", "/health", "http://ok.example").Header.Get("Access-Control-Allow-Origin"); h != "" {
+		t.Errorf("CORS off: /health allows %q", h)
+	}
+	on, _ := start(t, server.Options{CORSOrigins: []string{"http://ok.example"}})
+	for _, c := range []struct {
+		method, path, origin string
+		status               int
+		allow                bool
+	}{
+		{"GET", "/health", "http://ok.example", 200, true},
+		{"GET", "/v1/models", "http://ok.example", 200, true},
+		{"GET", "/health", "http://evil.example", 200, false},
+		{"OPTIONS", "/health", "http://ok.example", 204, true},
+		{"OPTIONS", "/health", "http://evil.example", 403, false},
+		{"OPTIONS", "/v1/chat/completions", "http://ok.example", 403, false},
+		{"POST", "/v1/chat/completions", "http://ok.example", 200, false},
+	} {
+		resp := do(on, c.method, c.path, c.origin)
+		got := resp.Header.Get("Access-Control-Allow-Origin")
+		if resp.StatusCode != c.status || (got == c.origin) != c.allow || (!c.allow && got != "") {
+			t.Errorf("%s %s from %s: %d, Allow-Origin %q", c.method, c.path, c.origin, resp.StatusCode, got)
+		}
+	}
+}
+
+// TestThinking: with enable_thinking the reply is reasoning until
+// "</think>" (forge-tiny does not close it in 24 tokens), whole and
+// streamed alike; a non-boolean enable_thinking is a 400 and other
+// template variables (reasoning_effort) pass through.
+func TestThinking(t *testing.T) {
+	url, _ := start(t, server.Options{NoCache: true})
+	post := func(body string) (int, string) {
+		resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	req := `{"messages":[{"role":"user","content":"Why is the sky blue?"}],"max_tokens":24,"temperature":0,` +
+		`"chat_template_kwargs":{"enable_thinking":true},"reasoning_effort":"low"%s}`
+	code, whole := post(fmt.Sprintf(req, ""))
+	var r struct {
+		Choices []struct {
+			Message struct {
+				Content   *string `json:"content"`
+				Reasoning string  `json:"reasoning_content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if code != 200 || json.Unmarshal([]byte(whole), &r) != nil || r.Choices[0].Message.Reasoning == "" {
+		t.Fatalf("%d %s", code, whole)
+	}
+	code, stream := post(fmt.Sprintf(req, `,"stream":true`))
+	var reasoning strings.Builder
+	for _, line := range strings.Split(stream, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var ch struct {
+			Choices []struct {
+				Delta struct {
+					Reasoning string `json:"reasoning_content"`
+					Content   string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			t.Fatalf("chunk %q: %v", data, err)
+		}
+		for _, c := range ch.Choices {
+			reasoning.WriteString(c.Delta.Reasoning)
+		}
+	}
+	if code != 200 || strings.TrimRight(reasoning.String(), "\n") != r.Choices[0].Message.Reasoning {
+		t.Fatalf("streamed reasoning %q, whole %q", reasoning.String(), r.Choices[0].Message.Reasoning)
+	}
+	if code, body := post(`{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":"yes"}}`); code != 400 {
+		t.Fatalf("enable_thinking \"yes\": %d %s", code, body)
+	}
 }

@@ -283,8 +283,9 @@ func TestChatInterruptKeepsConversation(t *testing.T) {
 	}
 }
 
-// TestBenchChatBadInput: bench's sizes and chat's starting conversation
-// are checked before any work, each a one-line error.
+// TestBenchChatBadInput: bench's sizes, chat's starting conversation and
+// serve's slots, queue and address are checked before any work, each a
+// one-line error.
 func TestBenchChatBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
@@ -298,6 +299,9 @@ func TestBenchChatBadInput(t *testing.T) {
 		{[]string{"bench", "--model", tiny, "--kv", "int4"}, "--kv"},
 		{[]string{"chat", "--model", tiny, "--messages", bad}, "bad.json"},
 		{[]string{"chat", "--model", tiny, "--max-tokens", "0"}, "--max-tokens 0"},
+		{[]string{"serve", "--model", tiny, "--parallel", "0"}, "--parallel 0"},
+		{[]string{"serve", "--model", tiny, "--queue=-1"}, "--queue -1"},
+		{[]string{"serve", "--model", tiny, "--port", "70000"}, "--port 70000"},
 	} {
 		stdout, stderr, ok := runIn(t, "", tc.args...)
 		noCrash(t, stderr)

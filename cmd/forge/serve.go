@@ -14,22 +14,26 @@ import (
 
 // ServeCmd is `forge serve`.
 type ServeCmd struct {
-	Model     string `required:"" type:"existingdir" help:"Checkpoint or bundle directory (with its tokenizer and chat template)."`
-	Host      string `default:"127.0.0.1" help:"Address to listen on (127.0.0.1: this machine only)."`
-	Port      int    `default:"8080" help:"Port to listen on."`
-	Parallel  int    `default:"2" help:"Requests generated at once (slots), each with its own state and prompt cache."`
-	Queue     int    `default:"8" help:"Requests that may wait for a slot; more get 429 with Retry-After."`
-	APIKey    string `name:"api-key" env:"FORGE_API_KEY" help:"Require 'Authorization: Bearer KEY' on every route but /health."`
-	MaxTokens int    `name:"max-tokens" default:"${max_tokens}" help:"Default max_tokens of a reply (capped by the context)."`
-	Think     bool   `negatable:"" help:"Think first when a request does not set chat_template_kwargs.enable_thinking."`
-	KV        string `name:"kv" default:"f32" enum:"f32,int8" help:"KV cache: f32 or int8."`
-	Act       string `name:"act" default:"int8" enum:"f32,int8" help:"Activations times 4-bit LUT weights: int8 or f32 (exact)."`
-	MaxBody   int64  `name:"max-body" default:"4194304" help:"Largest request body in bytes (larger: 413)."`
+	Model     string   `required:"" type:"existingdir" help:"Checkpoint or bundle directory (with its tokenizer and chat template)."`
+	Host      string   `default:"127.0.0.1" help:"Address to listen on (127.0.0.1: this machine only)."`
+	Port      int      `default:"8080" help:"Port to listen on."`
+	Parallel  int      `default:"2" help:"Requests generated at once (slots), each with its own state and prompt cache."`
+	Queue     int      `default:"8" help:"Requests that may wait for a slot; more get 429 with Retry-After."`
+	APIKey    string   `name:"api-key" env:"FORGE_API_KEY" help:"Require 'Authorization: Bearer KEY' on every route but /health."`
+	MaxTokens int      `name:"max-tokens" default:"${max_tokens}" help:"Default max_tokens of a reply (capped by the context)."`
+	Think     bool     `negatable:"" help:"Think first when a request does not set chat_template_kwargs.enable_thinking."`
+	KV        string   `name:"kv" default:"f32" enum:"f32,int8" help:"KV cache: f32 or int8."`
+	Act       string   `name:"act" default:"int8" enum:"f32,int8" help:"Activations times 4-bit LUT weights: int8 or f32 (exact)."`
+	MaxBody   int64    `name:"max-body" default:"4194304" help:"Largest request body in bytes (larger: 413)."`
+	CORS      []string `name:"cors-origin" placeholder:"ORIGIN" help:"A browser origin allowed to read /health and /v1/models (repeat for several; CORS is off by default and never opens the completion routes)."`
 }
 
 func (c *ServeCmd) Run(ctx context.Context) error {
 	if err := positive("--parallel", c.Parallel, "--max-tokens", c.MaxTokens, "--port", c.Port); err != nil {
 		return err
+	}
+	if c.Port > 65535 {
+		return fmt.Errorf("--port %d: want 1–65535", c.Port)
 	}
 	if c.Queue < 0 {
 		return fmt.Errorf("--queue %d: want 0 or more", c.Queue)
@@ -42,7 +46,7 @@ func (c *ServeCmd) Run(ctx context.Context) error {
 	}
 	return forge.Serve(ctx, forge.ServeConfig{Model: c.Model, Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)),
 		Options: server.Options{Slots: c.Parallel, Queue: q, APIKey: c.APIKey, MaxTokens: c.MaxTokens,
-			Think: c.Think, KV: kv, Act: act, MaxBody: c.MaxBody},
+			Think: c.Think, KV: kv, Act: act, MaxBody: c.MaxBody, CORSOrigins: c.CORS},
 		Ready: func(addr string) {
 			fmt.Fprintf(os.Stderr, "forge serve: %s on http://%s/v1 (%d slots)\n", c.Model, addr, c.Parallel)
 		}})
