@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"forge/generate"
@@ -46,7 +47,16 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	hs := &http.Server{Handler: server.New(rt.Model, rt.Tok, cfg.Options), ReadHeaderTimeout: 30 * time.Second,
+	// Handlers must be done with the model before it is unmapped: Close
+	// does not wait for them, so count them.
+	srv := server.New(rt.Model, rt.Tok, cfg.Options)
+	var inflight sync.WaitGroup
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Add(1)
+		defer inflight.Done()
+		srv.ServeHTTP(w, r)
+	})
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
@@ -61,9 +71,11 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close() // in-flight requests past the timeout: their contexts end, their slots free
+		hs.Close() // in-flight requests past the timeout: their connections close, their contexts end
 	}
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+	err = <-done
+	inflight.Wait() // a cancelled reply stops at its next token
+	if !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
