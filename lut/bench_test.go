@@ -69,6 +69,13 @@ func benchName(f Format) string {
 }
 
 func benchMul(b *testing.B, f Format, out, in, T int) {
+	benchMulWith(b, f, out, in, T, func(l linear, dst, x *tensor.Matrix) { l.Mul(dst, x) })
+}
+
+// benchMulWith times mul over the copies of a random out×in matrix of
+// format f, x of T rows, and reports the weight rate against the read
+// bandwidth measured just before.
+func benchMulWith(b *testing.B, f Format, out, in, T int, mul func(l linear, dst, x *tensor.Matrix)) {
 	ms := benchMatrices(b, f, out, in)
 	x := randomX(T, in, 1)
 	dst := tensor.New(T, out)
@@ -78,7 +85,7 @@ func benchMul(b *testing.B, f Format, out, in, T int) {
 	b.ResetTimer()
 	i := 0
 	for b.Loop() {
-		ms[i%len(ms)].Mul(dst, x)
+		mul(ms[i%len(ms)], dst, x)
 		i++
 	}
 	reportBW(b, bytes, bw)
@@ -228,22 +235,12 @@ func BenchmarkLUTMulInt8(b *testing.B) {
 		for _, s := range [][2]int{{4096, 4096}, {17408, 5120}} {
 			sub := fmt.Sprintf("%s/%dx%d/T=1", benchName(f), s[0], s[1])
 			b.Run(sub, func(b *testing.B) {
-				ms := benchMatrices(b, f, s[0], s[1])
-				x := randomX(1, s[1], 1)
-				dst := tensor.New(1, s[0])
 				var q Int8Input
-				bw := readBW()
-				bytes := ms[0].Bytes()
-				b.SetBytes(bytes)
-				b.ResetTimer()
-				i := 0
-				for b.Loop() {
-					m := ms[i%len(ms)].(*Matrix)
+				benchMulWith(b, f, s[0], s[1], 1, func(l linear, dst, x *tensor.Matrix) {
+					m := l.(*Matrix)
 					m.QuantizeInput(&q, x)
 					m.MulInt8(dst, &q)
-					i++
-				}
-				reportBW(b, bytes, bw)
+				})
 			})
 		}
 	}

@@ -63,6 +63,21 @@
 	ADDQ $64, SI; \
 	ADDQ $128, R14
 
+// I8ARGS loads the kernels' other arguments (rows SI, steps CX, x DI,
+// scales R10, groups R12, sums DX) and jumps to done when there are no
+// groups or no steps.
+#define I8ARGS(done) \
+	MOVQ w+8(FP), SI; \
+	MOVQ steps+16(FP), CX; \
+	MOVQ xq+24(FP), DI; \
+	MOVQ ds+32(FP), R10; \
+	MOVQ groups+40(FP), R12; \
+	MOVQ h+48(FP), DX; \
+	TESTQ R12, R12; \
+	JLE done; \
+	TESTQ CX, CX; \
+	JLE done
+
 // func lut4I8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, groups int, h *float32)
 //
 // For groups consecutive groups of eight index rows from w (each 64·steps
@@ -72,16 +87,7 @@
 TEXT ·lut4I8(SB), NOSPLIT, $512-56
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
-	MOVQ w+8(FP), SI
-	MOVQ steps+16(FP), CX
-	MOVQ xq+24(FP), DI
-	MOVQ ds+32(FP), R10
-	MOVQ groups+40(FP), R12
-	MOVQ h+48(FP), DX
-	TESTQ R12, R12
-	JLE sdone
-	TESTQ CX, CX
-	JLE sdone
+	I8ARGS(sdone)
 
 sgroup:
 	XORQ R9, R9
@@ -153,16 +159,7 @@ TEXT ·vec2I8(SB), NOSPLIT, $512-56
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
 	VMOVDQU64 64(AX), Z30
-	MOVQ w+8(FP), SI
-	MOVQ steps+16(FP), CX
-	MOVQ xq+24(FP), DI
-	MOVQ ds+32(FP), R10
-	MOVQ groups+40(FP), R12
-	MOVQ h+48(FP), DX
-	TESTQ R12, R12
-	JLE wdone
-	TESTQ CX, CX
-	JLE wdone
+	I8ARGS(wdone)
 
 wgroup:
 	XORQ R9, R9

@@ -227,24 +227,24 @@ func (m *Matrix) MulRowsInt8(dst *tensor.Matrix, q *Int8Input, lo, hi int) {
 		panic(fmt.Sprintf("lut.Matrix.MulRowsInt8: W %dx%d, input %dx%d, dst %dx%d, rows [%d, %d)",
 			m.out, m.in, q.rows, q.in, dst.Rows, dst.Cols, lo, hi))
 	}
-	d := max(m.f.Dim, 1)
-	lo = lo / d * d
-	if hi < m.out {
-		hi = hi / d * d
-	}
+	lo, hi = m.vecRange(lo, hi)
 	if lo == hi {
 		return
+	}
+	if m.tab8 != nil {
+		d := m.f.Dim
+		for t := range q.rows {
+			m.int8Rows(dst.Row(t), q, t, lo/d, hi/d)
+		}
+		if m.rank == 0 {
+			return // the decode path: no scratch needed
+		}
 	}
 	j := mulJobs.Get().(*mulJob)
 	defer mulJobs.Put(j)
 	if m.tab8 == nil {
 		m.mulRowsRotated(j, dst, q.x, lo, hi)
-		return
-	}
-	for t := range q.rows {
-		m.int8Rows(dst.Row(t), q, t, lo/d, hi/d)
-	}
-	if m.rank > 0 {
+	} else {
 		m.addLowRankRows(j, dst, q.x, lo, hi)
 	}
 }

@@ -103,17 +103,24 @@ func (m *Matrix) MulRows(dst, x *tensor.Matrix, lo, hi int) {
 		panic(fmt.Sprintf("lut.Matrix.MulRows: W %dx%d, x %dx%d, dst %dx%d, rows [%d, %d)",
 			m.out, m.in, x.Rows, x.Cols, dst.Rows, dst.Cols, lo, hi))
 	}
-	d := max(m.f.Dim, 1)
-	lo = lo / d * d
-	if hi < m.out {
-		hi = hi / d * d
-	}
+	lo, hi = m.vecRange(lo, hi)
 	if x.Rows == 0 || lo == hi {
 		return
 	}
 	j := mulJobs.Get().(*mulJob)
 	defer mulJobs.Put(j)
 	m.mulRowsRotated(j, dst, m.rotate(j, x), lo, hi)
+}
+
+// vecRange rounds an output range down to multiples of the vector length
+// (hi = out stays), so that consecutive ranges cover every output once.
+func (m *Matrix) vecRange(lo, hi int) (int, int) {
+	d := max(m.f.Dim, 1)
+	lo = lo / d * d
+	if hi < m.out {
+		hi = hi / d * d
+	}
+	return lo, hi
 }
 
 // mulRowsRotated is MulRows on x' (the input already rotated) for outputs

@@ -307,7 +307,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, rp reply, gr g
 		if r.Context().Err() != nil {
 			return
 		}
-		fail(w, badRequest("generation_failed", "%v", err))
+		fail(w, err) // the request was checked: what fails now is the server's (500)
 		return
 	}
 	usage := usageOf(res.Metrics)

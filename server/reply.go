@@ -104,12 +104,13 @@ func partialSuffix(t, tag string) int {
 	return 0
 }
 
-// splitReply divides a whole reply as splitter does.
+// splitReply divides a whole reply as splitter does, so that a whole
+// reply's parts are exactly its streamed deltas put together.
 func splitReply(text string, think bool) (reasoning, content, tools string) {
 	s := newSplitter(think)
 	r, c := s.push(text)
 	r2, c2, tools := s.finish()
-	return strings.TrimRight(r+r2, "\n"), strings.TrimRight(c+c2, "\n"), tools
+	return r + r2, c + c2, tools
 }
 
 // toolSchema is what the parser needs of a tool: its name and the JSON

@@ -11,7 +11,7 @@ import (
 func TestSplitter(t *testing.T) {
 	text := "\nLet me think: <b> is not a tag.\n</think>\n\nThe answer is 4.\n<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n</function>\n</tool_call>"
 	wantR, wantC, wantT := splitReply(text, true)
-	if wantR != "Let me think: <b> is not a tag." || wantC != "The answer is 4." || !strings.HasPrefix(wantT, toolOpen) {
+	if wantR != "Let me think: <b> is not a tag.\n" || wantC != "The answer is 4.\n" || !strings.HasPrefix(wantT, toolOpen) {
 		t.Fatalf("splitReply: %q %q %q", wantR, wantC, wantT)
 	}
 	for size := 1; size <= len(text); size++ {
@@ -32,7 +32,7 @@ func TestSplitter(t *testing.T) {
 		fr, fc, ft := s.finish()
 		r.WriteString(fr)
 		c.WriteString(fc)
-		if strings.TrimRight(r.String(), "\n") != wantR || strings.TrimRight(c.String(), "\n") != wantC || ft != wantT {
+		if r.String() != wantR || c.String() != wantC || ft != wantT {
 			t.Fatalf("size %d: %q %q %q", size, r.String(), c.String(), ft)
 		}
 	}

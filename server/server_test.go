@@ -457,7 +457,7 @@ func TestThinking(t *testing.T) {
 			reasoning.WriteString(c.Delta.Reasoning)
 		}
 	}
-	if code != 200 || strings.TrimRight(reasoning.String(), "\n") != r.Choices[0].Message.Reasoning {
+	if code != 200 || reasoning.String() != r.Choices[0].Message.Reasoning {
 		t.Fatalf("streamed reasoning %q, whole %q", reasoning.String(), r.Choices[0].Message.Reasoning)
 	}
 	if code, body := post(`{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":"yes"}}`); code != 400 {
