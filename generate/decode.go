@@ -42,9 +42,15 @@ func (g *run) decode(ctx context.Context, logits []float32, room int) error {
 		if err := ctx.Err(); err != nil {
 			return g.finish(FinishCancel, err)
 		}
+		if g.req.Logits != nil {
+			g.req.Logits(logits)
+		}
 		id := g.sampler.Sample(logits)
 		if id < 0 {
 			return g.finish(FinishError, fmt.Errorf("the logits after %d generated tokens are all NaN or -Inf", len(g.res.Tokens)))
+		}
+		if g.req.Logprobs && !g.stops[id] {
+			g.res.Logprobs = append(g.res.Logprobs, logprobOf(logits, id, g.req.TopLogprobs))
 		}
 		if g.stops[id] {
 			g.res.StopToken = id

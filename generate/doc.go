@@ -6,12 +6,23 @@
 //
 // One call of Engine.Generate:
 //
-//	prompt ─ reuse: the live State when what it has consumed is a strict
-//	         prefix of the prompt, else the turn snapshot (taken at the
-//	         prompt's last turn-start token, <|im_start|>) when that is,
-//	         else a cold start; Metrics.CachedTokens counts the reuse
-//	       ─ prefill of the rest (model.PrefillLast, chunks of ≤ 512)
+//	prompt ─ plan: segments cut at turn starts (<|im_start|>) that end a
+//	         user turn or a segment of ≥ MinSegment tokens, each in
+//	         chunks of ≤ 512 rows from its start (reuse.go)
+//	       ─ reuse: the longest cut point of the plan whose prefix the
+//	         engine's turn snapshot or the shared Cache holds, else a cold
+//	         start; Metrics.CachedTokens counts the reuse
+//	       ─ prefill of the rest, piece by piece, keeping the State at the
+//	         end of a system prompt and at the last cut point
 //	       ─ decode: sample (package sample) → stop token? → emit → feed
+//
+// Reuse never changes a reply: a prefill resumed at a cut point runs the
+// very pieces a cold prefill runs from there, so tokens and logits are
+// the same bit for bit (TestCacheExact: hundreds of conversations). A
+// reply's own tokens are never continued from the live State (decode
+// steps round differently from a prefill of the same tokens); a snapshot
+// is only restored at a cut point of the prompt it is the prefix of,
+// checked (an internal error otherwise, never a guess).
 //
 // A reply ends with a Finish:
 //

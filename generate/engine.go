@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +53,13 @@ type Request struct {
 	StopTokens  []int          // ids that end the reply besides the tokenizer's EOS ids
 	ThinkBudget int            // > 0: inject ThinkClose once after this many tokens without "</think>"
 	LoopGuard   int            // repetitions the loop guard needs: 0 LoopReps, < 0 off
+	// Logprobs asks for each sampled token's Logprob in Result.Logprobs,
+	// with TopLogprobs (≤ MaxTopLogprobs) candidates per step.
+	Logprobs    bool
+	TopLogprobs int
+	// Logits, when set, receives before each sampled token the logits
+	// [vocab] it is sampled from (read only, valid during the call).
+	Logits func(logits []float32)
 }
 
 // Metrics are one reply's measurements (§4.6 of the reference).
@@ -90,7 +96,10 @@ type Result struct {
 	// StopToken is the id that ended the reply (sampled, not fed), or −1
 	// when none did.
 	StopToken int
-	Metrics   Metrics
+	// Logprobs has one entry per sampled token of Tokens (Request.Logprobs;
+	// tokens the thinking budget injected have none).
+	Logprobs []Logprob
+	Metrics  Metrics
 }
 
 // Options configure an Engine; the zero value is the default.
@@ -98,12 +107,27 @@ type Options struct {
 	Chunk int       // prefill chunk (0: model.DefaultChunk)
 	KV    model.KV  // the State's KV cache format
 	Act   model.Act // the State's activation precision (model.ActInt8: decode steps in int8)
+	// Cache is a prompt cache shared with other Engines of the same Model
+	// (nil: only the engine's own turn snapshot is reused).
+	Cache *Cache
+	// NoReuse makes every Generate start from an empty State (to compare
+	// cached and uncached replies).
+	NoReuse bool
+	// Continue lets a prompt that extends everything the State has
+	// consumed, the last reply included, go on from the live State, as an
+	// interactive chat does: the next turn prefills only the new message,
+	// but its logits then differ from a cold prefill's in the last bits
+	// (the reply was fed by decode steps). An engine that continues takes
+	// no part in a Cache (Options.Cache is ignored).
+	Continue bool
 }
 
 // Engine generates replies from one Model for one conversation at a time:
-// it owns a State (the live conversation) and a turn snapshot, reused by
-// the next Generate when its prompt extends them. An Engine is not safe
-// for concurrent use; several Engines may share one Model.
+// it owns a State and a turn snapshot (a mark of that State at the last
+// prompt's last cut point), and may share a Cache with other Engines; the
+// next Generate resumes from the longest of them that its prompt extends
+// (package documentation). An Engine is not safe for concurrent use;
+// several Engines may share one Model.
 type Engine struct {
 	m        *model.Model
 	tok      *tokenizer.Tokenizer
@@ -114,11 +138,18 @@ type Engine struct {
 	turnMark model.Mark
 	breakers *sample.Breakers
 	turnID   int // <|im_start|>, −1 if the tokenizer has none
+	userID   int // "user", −1 if it is not one token
 }
 
 // New returns an Engine for m, whose tokenizer is tok.
 func New(m *model.Model, tok *tokenizer.Tokenizer, o Options) *Engine {
-	e := &Engine{m: m, tok: tok, opts: o, s: m.NewStateKV(o.KV), turnID: -1}
+	if o.Chunk <= 0 {
+		o.Chunk = model.DefaultChunk
+	}
+	if o.Continue {
+		o.Cache = nil
+	}
+	e := &Engine{m: m, tok: tok, opts: o, s: m.NewStateKV(o.KV), turnID: -1, userID: -1}
 	e.s.SetAct(o.Act)
 	vocab := m.Config().Vocab
 	e.breakers = sample.NewBreakers(vocab, func(id int) string {
@@ -127,6 +158,9 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, o Options) *Engine {
 	})
 	if ids := tok.Encode("<|im_start|>"); len(ids) == 1 {
 		e.turnID = ids[0]
+	}
+	if ids := tok.Encode("user"); len(ids) == 1 {
+		e.userID = ids[0]
 	}
 	return e
 }
@@ -188,6 +222,9 @@ func (e *Engine) check(req *Request) (int, error) {
 	if req.MaxTokens < 0 {
 		return 0, fmt.Errorf("max tokens %d is negative", req.MaxTokens)
 	}
+	if req.TopLogprobs < 0 || req.TopLogprobs > MaxTopLogprobs {
+		return 0, fmt.Errorf("top logprobs %d: want 0 to %d", req.TopLogprobs, MaxTopLogprobs)
+	}
 	room := DefaultMaxTokens
 	if cfg.MaxContext > 0 {
 		if n >= cfg.MaxContext {
@@ -199,63 +236,6 @@ func (e *Engine) check(req *Request) (int, error) {
 		return req.MaxTokens, nil
 	}
 	return room, nil
-}
-
-// prefill brings the State to the end of prompt, reusing what it can, and
-// returns the last prompt token's logits.
-func (e *Engine) prefill(ctx context.Context, prompt []int, mt *Metrics) ([]float32, error) {
-	mt.PromptTokens = len(prompt)
-	switch {
-	case len(e.fed) > 0 && len(e.fed) < len(prompt) && slices.Equal(e.fed, prompt[:len(e.fed)]) && len(e.fed) >= len(e.turn):
-		// continue from the live state
-	case e.turn != nil && len(e.turn) < len(prompt) && slices.Equal(e.turn, prompt[:len(e.turn)]):
-		e.s.Rewind(e.turnMark)
-		e.fed = append(e.fed[:0], e.turn...)
-	default:
-		e.Reset()
-	}
-	mt.CachedTokens = len(e.fed)
-	// The turn snapshot sits just before the prompt's last turn-start
-	// token: a later prompt that re-renders this turn's reply differently
-	// (without its thinking, say) still shares everything before it.
-	if cut := lastIndex(prompt, e.turnID); cut > 0 && cut >= len(e.fed) {
-		if cut > len(e.fed) {
-			if _, err := e.m.PrefillLast(ctx, e.s, prompt[len(e.fed):cut], e.opts.Chunk); err != nil {
-				e.Reset()
-				return nil, err
-			}
-			e.fed = append(e.fed, prompt[len(e.fed):cut]...)
-		}
-		if !slices.Equal(e.turn, e.fed) {
-			e.snapshotTurn()
-		}
-	}
-	logits, err := e.m.PrefillLast(ctx, e.s, prompt[len(e.fed):], e.opts.Chunk)
-	if err != nil {
-		e.Reset() // a cancelled or failed prefill leaves the State unusable
-		return nil, err
-	}
-	e.fed = append(e.fed, prompt[len(e.fed):]...)
-	mt.PrefillTokens = len(prompt) - mt.CachedTokens
-	return logits, nil
-}
-
-// snapshotTurn replaces the turn snapshot with the State as it is now.
-func (e *Engine) snapshotTurn() {
-	if e.turn != nil {
-		e.s.Forget(e.turnMark)
-	}
-	e.turnMark = e.s.Mark()
-	e.turn = slices.Clone(e.fed)
-}
-
-func lastIndex(ids []int, id int) int {
-	for i := len(ids) - 1; i >= 0; i-- {
-		if ids[i] == id {
-			return i
-		}
-	}
-	return -1
 }
 
 // stopSet holds the ids that end a reply.

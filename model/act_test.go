@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"forge/internal/tinylut"
 	"forge/model"
 )
 
@@ -44,7 +45,7 @@ func klRow(p, q []float32) float64 {
 // in the portable build (0 in the AVX-512 one, whose float parts agree
 // bit for bit here), so the bound is 0.1.
 func TestActInt8(t *testing.T) {
-	m, err := loadLUT4(repoPath("models", "forge-tiny"))
+	m, err := tinylut.Load(repoPath("models", "forge-tiny"))
 	if err != nil {
 		t.Fatal(err)
 	}

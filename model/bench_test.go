@@ -1,19 +1,15 @@
 package model_test
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"sync"
 	"testing"
 
 	"forge/bundle"
-	"forge/checkpoint"
 	"forge/internal/membw"
-	"forge/lut"
+	"forge/internal/tinylut"
 	"forge/model"
-	"forge/quant"
-	"forge/tensor"
 )
 
 // Benchmarks on forge-tiny, on forge-tiny-lut4 (forge-tiny with every
@@ -63,7 +59,7 @@ func benchModel(b *testing.B, name, dir string) *model.Model {
 	b.Helper()
 	switch name {
 	case "forge-tiny-lut4":
-		lut4Once.Do(func() { lut4Model, lut4Err = loadLUT4(dir) })
+		lut4Once.Do(func() { lut4Model, lut4Err = tinylut.Load(dir) })
 		if lut4Err != nil {
 			b.Fatal(lut4Err)
 		}
@@ -81,44 +77,6 @@ func benchModel(b *testing.B, name, dir string) *model.Model {
 		return m
 	}
 	return loadModel(b, dir)
-}
-
-// loadLUT4 loads the checkpoint in dir with every quantizable matrix
-// rounded to LUT4 per-tensor + pcs (quant.RTN, the default seed).
-func loadLUT4(dir string) (*model.Model, error) {
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	// ck stays open for the process: the float matrices (embeddings,
-	// in_proj_a/b) read its mapped file.
-	return model.Load(rtnSource{ck})
-}
-
-// rtnSource is a checkpoint whose quantizable matrices come back as
-// LUT4 matrices.
-type rtnSource struct{ *checkpoint.Checkpoint }
-
-func (s rtnSource) Linear(name string) (model.Linear, error) {
-	l, err := s.Checkpoint.Linear(name)
-	spec, _ := model.Lookup(name)
-	if err != nil || !spec.Quantizable {
-		return l, err
-	}
-	r, ok := l.(model.Rower)
-	if !ok {
-		return nil, fmt.Errorf("%s: %T cannot be read by rows", name, l)
-	}
-	out, in := r.Dims()
-	w := tensor.New(out, in)
-	for o := range out {
-		r.Row(o, w.Row(o))
-	}
-	f, err := lut.ParseFormat("LUT4 per-tensor + pcs")
-	if err != nil {
-		return nil, err
-	}
-	return quant.RTN(w, f, quant.Options{})
 }
 
 // decodeWindow is the number of decode steps run from a 4-token prompt

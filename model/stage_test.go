@@ -6,6 +6,7 @@ import (
 
 	"forge/bundle"
 	"forge/checkpoint"
+	"forge/internal/tinylut"
 	"forge/model"
 	"forge/tensor"
 )
@@ -48,7 +49,7 @@ func TestStageProducts(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		src  model.Source
-	}{{"forge-tiny", ck}, {"forge-tiny-lut4", rtnSource{ck}}, {"v1-tiny", bu}} {
+	}{{"forge-tiny", ck}, {"forge-tiny-lut4", tinylut.Source{Checkpoint: ck}}, {"v1-tiny", bu}} {
 		staged, err := model.Load(c.src)
 		if err != nil {
 			t.Fatal(err)

@@ -38,6 +38,7 @@ type genRequest struct {
 // chatRequest is a POST /v1/chat/completions body.
 type chatRequest struct {
 	genRequest
+	logprobFields
 	Messages        []map[string]any `json:"messages"`
 	Tools           json.RawMessage  `json:"tools"`
 	ToolChoice      json.RawMessage  `json:"tool_choice"`
@@ -48,7 +49,8 @@ type chatRequest struct {
 // completionRequest is a POST /v1/completions body.
 type completionRequest struct {
 	genRequest
-	Prompt json.RawMessage `json:"prompt"`
+	Prompt   json.RawMessage `json:"prompt"`
+	Logprobs *int            `json:"logprobs"` // candidates per token (legacy API)
 }
 
 // options maps the sampling fields onto the reference's defaults for
@@ -116,6 +118,10 @@ func (g *genRequest) stops() ([]string, error) {
 // server's, capped by the room left in the context), stops, sampling.
 func (s *Server) request(g *genRequest, prompt []int, think bool) (generate.Request, error) {
 	ctxCap := s.m.Config().MaxContext
+	if s.opt.MaxPrompt > 0 && len(prompt) > s.opt.MaxPrompt {
+		return generate.Request{}, badRequest("prompt_too_long",
+			"the prompt has %d tokens; this server takes at most %d (--max-prompt-tokens)", len(prompt), s.opt.MaxPrompt)
+	}
 	if ctxCap > 0 && len(prompt) >= ctxCap {
 		return generate.Request{}, badRequest("context_length_exceeded",
 			"the prompt has %d tokens; the context holds %d, and a reply needs at least one more", len(prompt), ctxCap)
@@ -233,11 +239,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gr, err := s.request(&req.genRequest, prompt, think)
+	if err == nil {
+		err = req.logprobFields.apply(&gr, req.Stream)
+	}
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	s.generate(w, r, reply{chat: true, think: think, tools: schemas, stream: req.Stream,
+	s.generate(w, r, reply{chat: true, logprobs: gr.Logprobs, think: think, tools: schemas, stream: req.Stream,
 		usage: req.StreamOptions.IncludeUsage}, gr)
 }
 
@@ -259,16 +268,21 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gr, err := s.request(&req.genRequest, prompt, false)
+	if err == nil && req.Logprobs != nil {
+		n := *req.Logprobs
+		err = logprobFields{Logprobs: true, TopLogprobs: &n}.apply(&gr, req.Stream)
+	}
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	s.generate(w, r, reply{stream: req.Stream, usage: req.StreamOptions.IncludeUsage}, gr)
+	s.generate(w, r, reply{logprobs: gr.Logprobs, stream: req.Stream, usage: req.StreamOptions.IncludeUsage}, gr)
 }
 
 // reply is how a request's answer is shaped.
 type reply struct {
 	chat, think, stream, usage bool
+	logprobs                   bool
 	tools                      []toolSchema
 }
 
@@ -284,9 +298,6 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, rp reply, gr g
 	}
 	var done *finished
 	defer func() { s.release(sl, done) }()
-	if s.opt.NoCache {
-		sl.e.Reset()
-	}
 	id := "chatcmpl-" + randHex(12)
 	obj, chunkObj := "chat.completion", "chat.completion.chunk"
 	if !rp.chat {
@@ -296,7 +307,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, rp reply, gr g
 	var st *streamer
 	emit := func(string) error { return nil }
 	if rp.stream {
-		st = &streamer{w: w, id: id, obj: chunkObj, model: s.opt.Name, created: created, chat: rp.chat, split: newSplitter(rp.think)}
+		st = &streamer{w: w, id: id, obj: chunkObj, model: s.opt.Name, created: created, chat: rp.chat,
+			split: newSplitter(rp.think), calls: newToolParser(rp.tools)}
 		st.begin()
 		emit = st.text
 	}
@@ -316,9 +328,15 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, rp reply, gr g
 		return
 	}
 	finish := finishReason(res.Finish)
+	var logprobs any
+	if rp.logprobs && rp.chat {
+		logprobs = s.chatLogprobs(res.Logprobs)
+	} else if rp.logprobs {
+		logprobs = s.completionLogprobs(res.Logprobs)
+	}
 	if !rp.chat {
 		writeJSON(w, map[string]any{"id": id, "object": obj, "created": created, "model": s.opt.Name,
-			"choices": []any{map[string]any{"index": 0, "text": res.Text, "finish_reason": finish, "logprobs": nil}},
+			"choices": []any{map[string]any{"index": 0, "text": res.Text, "finish_reason": finish, "logprobs": logprobs}},
 			"usage":   usage})
 		return
 	}
@@ -328,14 +346,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, rp reply, gr g
 		msg["reasoning_content"] = reasoning
 	}
 	if calls := parseToolCalls(toolText, rp.tools); len(calls) > 0 {
-		msg["tool_calls"] = toolCallsJSON(calls, false)
+		msg["tool_calls"] = toolCallsJSON(calls)
 		if content == "" {
 			msg["content"] = nil
 		}
-		finish = "tool_calls"
+		if finish != "length" {
+			finish = "tool_calls" // (a call cut off by max_tokens keeps "length")
+		}
 	}
 	writeJSON(w, map[string]any{"id": id, "object": obj, "created": created, "model": s.opt.Name,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": logprobs}},
 		"usage":   usage})
 }
 
@@ -371,15 +391,11 @@ func usageOf(mt generate.Metrics) map[string]any {
 		"prompt_tokens_details": map[string]any{"cached_tokens": mt.CachedTokens}}
 }
 
-// toolCallsJSON renders calls as OpenAI tool_calls (with their index when
-// streamed).
-func toolCallsJSON(calls []toolCall, indexed bool) []any {
+// toolCallsJSON renders calls as OpenAI tool_calls.
+func toolCallsJSON(calls []toolCall) []any {
 	out := make([]any, len(calls))
 	for i, c := range calls {
 		m := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}}
-		if indexed {
-			m["index"] = i
-		}
 		out[i] = m
 	}
 	return out
@@ -398,6 +414,7 @@ type streamer struct {
 	created        int64
 	chat           bool
 	split          *splitter
+	calls          *toolParser
 	failed         bool
 }
 
@@ -418,7 +435,26 @@ func (st *streamer) text(t string) error {
 		return st.sendText(t, nil)
 	}
 	r, c := st.split.push(t)
-	return st.deltas(r, c)
+	if err := st.deltas(r, c); err != nil {
+		return err
+	}
+	return st.toolDeltas(st.calls.push(st.split.takeTools()))
+}
+
+// toolDeltas streams tool-call deltas: a call's first carries its index,
+// id, type and name, the others its index and argument text.
+func (st *streamer) toolDeltas(ds []toolDelta) error {
+	for _, d := range ds {
+		fn := map[string]any{"arguments": d.args}
+		call := map[string]any{"index": d.index, "function": fn}
+		if d.id != "" {
+			call["id"], call["type"], fn["name"] = d.id, "function", d.name
+		}
+		if err := st.send(map[string]any{"tool_calls": []any{call}}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (st *streamer) deltas(r, c string) error {
@@ -440,9 +476,9 @@ func (st *streamer) end(rp reply, res generate.Result, usage map[string]any) {
 	if st.chat {
 		r, c, tools := st.split.finish()
 		_ = st.deltas(r, c)
-		if calls := parseToolCalls(tools, rp.tools); len(calls) > 0 {
-			_ = st.send(map[string]any{"tool_calls": toolCallsJSON(calls, true)}, nil)
-			finish = "tool_calls"
+		_ = st.toolDeltas(append(st.calls.push(tools), st.calls.finish()...))
+		if len(st.calls.calls) > 0 && finish != "length" {
+			finish = "tool_calls" // (a call cut off by max_tokens keeps "length")
 		}
 		_ = st.send(map[string]any{}, &finish)
 	} else {

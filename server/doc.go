@@ -5,23 +5,28 @@
 // Each of Options.Slots slots owns a generate.Engine, so requests on
 // different slots run at once; a request waits in a bounded queue for an
 // idle slot (429 with Retry-After when the queue is full) and takes the
-// idle slot whose state shares the longest prefix with its prompt. A
-// slot's engine reuses its live state, or the snapshot it keeps before
-// the last assistant header, when that is a strict prefix of the next
-// prompt (generate.Engine), so a conversation's next turn prefills only
-// its new tokens; reply tokens do not depend on whether they came from a
-// cached state (tests compare).
+// idle slot whose own turn snapshot spares the most of its prompt. The
+// slots share a generate.Cache of State snapshots (Options.CacheMB,
+// least recently used evicted) taken at the end of a system prompt and
+// before the last assistant header, so a conversation's next turn, or a
+// new conversation with a known system prompt, on any slot prefills only
+// what follows; a cached reply is the uncached one bit for bit, tokens
+// and logprobs (generate's package documentation says why; the tests
+// compare hundreds of conversations and a 1,000-request load).
 //
 // Replies: reasoning_content is the text before "</think>" when thinking
 // is on, Qwen XML tool calls (<tool_call><function=NAME><parameter=KEY>)
 // become tool_calls typed by the tool's JSON schema, and streaming (SSE)
 // never emits a partial tag or stop-string prefix: a role chunk first,
-// reasoning and content deltas that only append, the tool calls whole
-// once complete, a finish chunk, a usage chunk when asked, then [DONE].
-// Errors are OpenAI's {"error": {"message", "type", "code"}}; /metrics
-// serves Prometheus series.
+// reasoning and content deltas that only append, tool calls as they are
+// generated (id and name once "<function=NAME>" is complete, then argument
+// deltas: string values piece by piece, typed values whole), a finish
+// chunk, a usage chunk when asked, then [DONE]. logprobs (with up to 20
+// top_logprobs) come with whole replies. Errors are OpenAI's {"error":
+// {"message", "type", "code"}}; /metrics serves Prometheus series.
 //
 // Files: server.go (Server, routes, slots and queue, errors, health),
-// chat.go (requests, replies, streaming), reply.go (reasoning and
-// tool-call parsing), metrics.go (Prometheus).
+// chat.go (requests, replies, streaming), reply.go (reasoning split,
+// tool schemas), toolcall.go (the streaming tool-call parser),
+// logprobs.go, metrics.go (Prometheus).
 package server

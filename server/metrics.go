@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 
+	"forge/generate"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -21,7 +23,8 @@ type metrics struct {
 	queue, active prometheus.Gauge
 }
 
-func newMetrics() *metrics {
+// newMetrics registers the series, with the prompt cache's (if any).
+func newMetrics(cache *generate.Cache) *metrics {
 	buckets := prometheus.ExponentialBuckets(1, 2, 16) // 1 … 32768 tokens/s
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
@@ -29,7 +32,7 @@ func newMetrics() *metrics {
 			Help: "HTTP requests by route and status."}, []string{"route", "status"}),
 		promptTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_prompt_tokens_total", Help: "Prompt tokens of finished replies."}),
 		genTokens:    prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_generated_tokens_total", Help: "Tokens generated."}),
-		cachedTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_cache_reused_tokens_total", Help: "Prompt tokens reused from a slot's state."}),
+		cachedTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_cache_reused_tokens_total", Help: "Prompt tokens reused from a slot's snapshot or the prompt cache."}),
 		cacheHits:    prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_cache_hits_total", Help: "Replies that reused part of their prompt."}),
 		prefillTPS: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "forge_prefill_tokens_per_second",
 			Help: "Prefill speed per reply (prompt tokens run, cached ones excluded).", Buckets: buckets}),
@@ -40,6 +43,20 @@ func newMetrics() *metrics {
 	}
 	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.cachedTokens, m.cacheHits,
 		m.prefillTPS, m.decodeTPS, m.queue, m.active)
+	if cache != nil {
+		stat := func(f func(generate.CacheStats) float64) func() float64 {
+			return func() float64 { return f(cache.Stats()) }
+		}
+		m.reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "forge_prompt_cache_bytes", Help: "Memory held by prompt cache snapshots."},
+				stat(func(s generate.CacheStats) float64 { return float64(s.Bytes) })),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "forge_prompt_cache_entries", Help: "Prompt cache snapshots."},
+				stat(func(s generate.CacheStats) float64 { return float64(s.Entries) })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "forge_prompt_cache_lookups_hit_total", Help: "Prompt cache lookups that found a snapshot."},
+				stat(func(s generate.CacheStats) float64 { return float64(s.Hits) })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "forge_prompt_cache_evictions_total", Help: "Prompt cache snapshots evicted to stay within the budget."},
+				stat(func(s generate.CacheStats) float64 { return float64(s.Evictions) })))
+	}
 	return m
 }
 

@@ -67,8 +67,15 @@ func (s *splitter) push(text string) (reasoning, content string) {
 	return r.String(), c.String()
 }
 
+// takeTools returns the tool-call text pushed since the last take.
+func (s *splitter) takeTools() string {
+	t := s.tools.String()
+	s.tools.Reset()
+	return t
+}
+
 // finish returns the held-back text and the tool-call text (from
-// "<tool_call>" on; empty if none).
+// "<tool_call>" on, or from the last takeTools; empty if none).
 func (s *splitter) finish() (reasoning, content, tools string) {
 	var r, c strings.Builder
 	s.emit(&r, &c, s.pending)
@@ -149,101 +156,6 @@ func parseTools(raw json.RawMessage) ([]toolSchema, error) {
 		}
 	}
 	return out, nil
-}
-
-// toolCall is one parsed call: arguments as a JSON object's text.
-type toolCall struct {
-	ID, Name, Arguments string
-}
-
-// parseToolCalls parses the Qwen XML tool calls in text (from the first
-// "<tool_call>"): each <tool_call> wraps <function=NAME> holding
-// <parameter=KEY> elements whose values sit on their own lines up to
-// </parameter>. Values are typed by the tool's schema: integer, number,
-// boolean, array, object and null are JSON-parsed (the raw string when
-// that fails), anything else stays a string. A call cut off before
-// </function> is dropped.
-func parseToolCalls(text string, tools []toolSchema) []toolCall {
-	var calls []toolCall
-	for {
-		i := strings.Index(text, toolOpen)
-		if i < 0 {
-			return calls
-		}
-		text = text[i+len(toolOpen):]
-		body := text
-		if j := strings.Index(text, toolClose); j >= 0 {
-			body, text = text[:j], text[j+len(toolClose):]
-		} else {
-			text = ""
-		}
-		if c, ok := parseFunction(body, tools); ok {
-			calls = append(calls, c)
-		}
-	}
-}
-
-// parseFunction parses one <function=NAME>…</function>.
-func parseFunction(body string, tools []toolSchema) (toolCall, bool) {
-	const fOpen, fClose, pOpen, pClose = "<function=", "</function>", "<parameter=", "</parameter>"
-	i := strings.Index(body, fOpen)
-	if i < 0 {
-		return toolCall{}, false
-	}
-	body = body[i+len(fOpen):]
-	j := strings.Index(body, ">")
-	end := strings.Index(body, fClose)
-	if j < 0 || end < 0 || end < j {
-		return toolCall{}, false
-	}
-	name := strings.TrimSpace(body[:j])
-	body = body[j+1 : end]
-	var types map[string]string
-	for _, t := range tools {
-		if t.name == name {
-			types = t.types
-		}
-	}
-	args := map[string]json.RawMessage{}
-	var order []string
-	for {
-		k := strings.Index(body, pOpen)
-		if k < 0 {
-			break
-		}
-		body = body[k+len(pOpen):]
-		g := strings.Index(body, ">")
-		if g < 0 {
-			break
-		}
-		key := strings.TrimSpace(body[:g])
-		body = body[g+1:]
-		val := body
-		if e := strings.Index(body, pClose); e >= 0 {
-			val, body = body[:e], body[e+len(pClose):]
-		} else {
-			body = ""
-		}
-		val = strings.TrimPrefix(val, "\n")
-		val = strings.TrimSuffix(val, "\n")
-		if _, seen := args[key]; !seen {
-			order = append(order, key)
-		}
-		args[key] = typedValue(val, types[key])
-	}
-	var b strings.Builder
-	b.WriteByte('{')
-	for n, k := range order {
-		if n > 0 {
-			b.WriteByte(',')
-		}
-		kj, _ := json.Marshal(k)
-		b.Write(kj)
-		b.WriteByte(':')
-		b.Write(args[k])
-	}
-	b.WriteByte('}')
-	return toolCall{ID: callID(), Name: name, Arguments: b.String()}, true
 }
 
 // typedValue is a parameter's JSON value: parsed for the schema's typed

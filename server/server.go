@@ -23,9 +23,14 @@ type Options struct {
 	APIKey    string    // if set, every route but /health needs "Authorization: Bearer KEY"
 	MaxBody   int64     // request body limit in bytes (0: 4 MiB); larger bodies get 413
 	MaxTokens int       // default max_tokens (0: generate.DefaultMaxTokens)
+	MaxPrompt int       // longest prompt in tokens (0: the model's context); longer ones get 400
 	Think     bool      // enable_thinking when a request does not say
 	KV        model.KV  // the slots' KV cache format
 	Act       model.Act // the slots' activation precision
+	// CacheMB is the prompt cache's budget in MiB: State snapshots that
+	// every slot may resume from, least recently used evicted first (0:
+	// 1024; < 0: none, each slot reuses only its own last prompt).
+	CacheMB int
 	// NoCache makes every request start from an empty state (for
 	// comparing cached and uncached replies).
 	NoCache bool
@@ -53,6 +58,7 @@ type Server struct {
 	slots []*slot
 	wait  chan struct{} // queue places: a request holds one while it waits
 	start time.Time
+	cache *generate.Cache // shared by the slots; nil: none
 
 	mu   sync.Mutex
 	last *finished // the request that finished last (for /health), nil before the first
@@ -88,10 +94,17 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opt Options) *Server {
 	if opt.MaxTokens <= 0 {
 		opt.MaxTokens = generate.DefaultMaxTokens
 	}
-	s := &Server{m: m, tok: tok, opt: opt, mux: http.NewServeMux(), met: newMetrics(),
+	s := &Server{m: m, tok: tok, opt: opt, mux: http.NewServeMux(),
 		free: make(chan *slot, opt.Slots), wait: make(chan struct{}, max(opt.Queue, 0)), start: time.Now()}
+	if opt.CacheMB == 0 {
+		opt.CacheMB = 1024
+	}
+	if opt.CacheMB > 0 && !opt.NoCache {
+		s.cache = generate.NewCache(int64(opt.CacheMB) << 20)
+	}
+	s.met = newMetrics(s.cache)
 	for i := range opt.Slots {
-		sl := &slot{id: i, e: generate.New(m, tok, generate.Options{KV: opt.KV, Act: opt.Act})}
+		sl := &slot{id: i, e: generate.New(m, tok, generate.Options{KV: opt.KV, Act: opt.Act, Cache: s.cache, NoReuse: opt.NoCache})}
 		s.slots = append(s.slots, sl)
 		s.free <- sl
 	}
@@ -246,13 +259,14 @@ func (s *Server) acquire(ctx context.Context, prompt []int) (*slot, error) {
 	}
 }
 
-// best swaps sl for another idle slot whose state shares a longer prefix
-// with prompt, if there is one.
+// best swaps sl for another idle slot whose turn snapshot spares more of
+// prompt's prefill (resuming there needs no copy of a cached snapshot),
+// if there is one.
 func (s *Server) best(sl *slot, prompt []int) *slot {
 	for range len(s.free) {
 		select {
 		case o := <-s.free:
-			if common(o.e.Fed(), prompt) > common(sl.e.Fed(), prompt) {
+			if o.e.Reusable(prompt) > sl.e.Reusable(prompt) {
 				sl, o = o, sl
 			}
 			s.free <- o
@@ -275,14 +289,6 @@ func (s *Server) release(sl *slot, f *finished) {
 	s.free <- sl
 }
 
-func common(a, b []int) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
-
 // models answers GET /v1/models.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"object": "list", "data": []any{map[string]any{
@@ -301,6 +307,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	h := map[string]any{"status": "ok", "model": s.opt.Name, "context": s.m.Config().MaxContext,
 		"kv_cache_dtype": s.opt.KV.String(), "activations": s.opt.Act.String(), "slots": len(s.slots),
 		"idle_slots": len(s.free), "queued": len(s.wait)}
+	if s.cache != nil {
+		st := s.cache.Stats()
+		h["prompt_cache"] = map[string]any{"entries": st.Entries, "bytes": st.Bytes, "budget_bytes": s.cache.Budget(),
+			"hits": st.Hits, "misses": st.Misses, "evictions": st.Evictions}
+	}
 	if last != nil {
 		h["position"] = last.pos
 		mt := last.mt

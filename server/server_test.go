@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -160,6 +162,26 @@ func TestCompletions(t *testing.T) {
 	if s.Err() != nil || text.String() != r.Choices[0].Text {
 		t.Fatalf("streamed %q (%v), whole %q", text.String(), s.Err(), r.Choices[0].Text)
 	}
+	// Legacy logprobs: one per token, the tokens spell the text, and a
+	// greedy token is its step's most likely candidate.
+	p.Logprobs = openai.Int(2)
+	r, err = c.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := r.Choices[0].Logprobs
+	if len(lp.Tokens) != 16 || len(lp.TokenLogprobs) != 16 || len(lp.TopLogprobs) != 16 || strings.Join(lp.Tokens, "") != r.Choices[0].Text {
+		t.Fatalf("logprobs %+v for %q", lp, r.Choices[0].Text)
+	}
+	for i, top := range lp.TopLogprobs {
+		best := math.Inf(-1)
+		for _, v := range top {
+			best = math.Max(best, v)
+		}
+		if len(top) == 0 || lp.TokenLogprobs[i] != best || lp.TextOffset[i] != int64(len(strings.Join(lp.Tokens[:i], ""))) {
+			t.Fatalf("step %d: %v, top %v, offset %d", i, lp.TokenLogprobs[i], top, lp.TextOffset[i])
+		}
+	}
 }
 
 // TestErrors: every error is OpenAI's object with the right status, as
@@ -188,6 +210,11 @@ func TestErrors(t *testing.T) {
 	if code, _ := status(err); code != 400 {
 		t.Errorf("no messages: %d", code)
 	}
+	_, c3 := start(t, server.Options{MaxPrompt: 20})
+	_, err = c3.Chat.Completions.New(ctx, greedy([]openai.ChatCompletionMessageParamUnion{openai.UserMessage("one two three four five six seven eight nine ten")}, 8))
+	if code, name := status(err); code != 400 || name != "prompt_too_long" {
+		t.Errorf("prompt over --max-prompt-tokens: %d %q", code, name)
+	}
 	for _, tc := range []struct {
 		method, path, body string
 		status             int
@@ -199,6 +226,10 @@ func TestErrors(t *testing.T) {
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"stop":[""]}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":-1}`, 400},
 		{"POST", "/v1/completions", `{"prompt":""}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"stream":true}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"top_logprobs":2}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":21}`, 400},
+		{"POST", "/v1/completions", `{"prompt":"hi","logprobs":-1}`, 400},
 	} {
 		req, _ := http.NewRequest(tc.method, url2+tc.path, strings.NewReader(tc.body))
 		resp, err := http.DefaultClient.Do(req)
@@ -286,9 +317,11 @@ func TestQueueAndDisconnect(t *testing.T) {
 }
 
 // TestCachedEqualsUncached: randomized multi-turn conversations sent to a
-// server with its prompt caches and to one that starts every request from
-// an empty state get the same greedy replies, turn after turn, with other
-// conversations in between on the cached server's two slots.
+// server with its prompt cache and to one that starts every request from
+// an empty state get the same replies (greedy and seeded sampling) and the
+// same logprobs at every step, bit for bit, turn after turn, with other
+// conversations in between on the cached server's two slots. (The engine
+// test generate.TestCacheExact sends hundreds and compares whole logits.)
 func TestCachedEqualsUncached(t *testing.T) {
 	_, cached := start(t, server.Options{Slots: 2})
 	_, plain := start(t, server.Options{Slots: 1, NoCache: true})
@@ -324,17 +357,23 @@ func TestCachedEqualsUncached(t *testing.T) {
 		}
 		step := func(i, turn int) {
 			hist[i] = append(hist[i], openai.UserMessage(phrase()))
-			n := int64(4 + g.IntN(20))
-			a, err := cached.Chat.Completions.New(ctx, greedy(hist[i], n))
+			p := greedy(hist[i], int64(4+g.IntN(20)))
+			p.Logprobs, p.TopLogprobs = openai.Bool(true), openai.Int(3)
+			if g.IntN(2) == 0 {
+				p.Temperature, p.Seed = openai.Float(0.9), openai.Int(int64(g.Uint32()))
+			}
+			a, err := cached.Chat.Completions.New(ctx, p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := plain.Chat.Completions.New(ctx, greedy(hist[i], n))
+			b, err := plain.Chat.Completions.New(ctx, p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Choices[0].Message.Content != b.Choices[0].Message.Content || a.Usage.CompletionTokens != b.Usage.CompletionTokens {
-				t.Fatalf("interleaved %v, conversation %d turn %d: cached %q, uncached %q", interleave, i, turn, a.Choices[0].Message.Content, b.Choices[0].Message.Content)
+			if a.Choices[0].Message.Content != b.Choices[0].Message.Content || a.Usage.CompletionTokens != b.Usage.CompletionTokens ||
+				!sameLogprobs(a.Choices[0].Logprobs.Content, b.Choices[0].Logprobs.Content) || len(a.Choices[0].Logprobs.Content) == 0 {
+				t.Fatalf("interleaved %v, conversation %d turn %d: cached %q, uncached %q (logprobs equal: %v)", interleave, i, turn,
+					a.Choices[0].Message.Content, b.Choices[0].Message.Content, sameLogprobs(a.Choices[0].Logprobs.Content, b.Choices[0].Logprobs.Content))
 			}
 			if b.Usage.PromptTokensDetails.CachedTokens != 0 {
 				t.Fatalf("the uncached server reused %d tokens", b.Usage.PromptTokensDetails.CachedTokens)
@@ -362,6 +401,17 @@ func TestCachedEqualsUncached(t *testing.T) {
 		t.Fatal("the cached server never reused a prompt prefix on a conversation's next turn")
 	}
 	t.Logf("2 × %d conversations × 3 turns equal; %d prompt tokens reused on next turns", convs, reused)
+}
+
+// sameLogprobs compares two replies' logprobs exactly (JSON carries a
+// float64 exactly).
+func sameLogprobs(a, b []openai.ChatCompletionTokenLogprob) bool {
+	return slices.EqualFunc(a, b, func(x, y openai.ChatCompletionTokenLogprob) bool {
+		return x.Token == y.Token && x.Logprob == y.Logprob && slices.Equal(x.Bytes, y.Bytes) &&
+			slices.EqualFunc(x.TopLogprobs, y.TopLogprobs, func(p, q openai.ChatCompletionTokenLogprobTopLogprob) bool {
+				return p.Token == q.Token && p.Logprob == q.Logprob
+			})
+	})
 }
 
 // TestCORS: CORS is off by default; an allowed origin may read /health and

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -356,6 +357,14 @@ func (t *Tokenizer) tokenBytes(id int) ([]byte, bool) {
 		start = t.decodedOff[id-1]
 	}
 	return t.decoded[start:t.decodedOff[id]], true
+}
+
+// TokenBytes returns a copy of the bytes id decodes to, which need not be
+// valid UTF-8 alone (a piece of a multi-byte character); nil for an id
+// outside the vocabulary.
+func (t *Tokenizer) TokenBytes(id int) []byte {
+	b, _ := t.tokenBytes(id)
+	return slices.Clone(b)
 }
 
 // Decode returns the text of ids, special tokens included, as Hugging Face's

@@ -45,7 +45,7 @@ func (c *ChatCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rt, err := forge.OpenRuntime(c.Model, generate.Options{KV: cfg.KV, Act: cfg.Act})
+	rt, err := forge.OpenRuntime(c.Model, generate.Options{KV: cfg.KV, Act: cfg.Act, Continue: true})
 	if err != nil {
 		return err
 	}

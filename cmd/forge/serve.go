@@ -17,7 +17,7 @@ type ServeCmd struct {
 	Model     string   `required:"" type:"existingdir" help:"Checkpoint or bundle directory (with its tokenizer and chat template)."`
 	Host      string   `default:"127.0.0.1" help:"Address to listen on (127.0.0.1: this machine only)."`
 	Port      int      `default:"8080" help:"Port to listen on."`
-	Parallel  int      `default:"2" help:"Requests generated at once (slots), each with its own state and prompt cache."`
+	Parallel  int      `default:"2" help:"Requests generated at once (slots), each with its own state."`
 	Queue     int      `default:"8" help:"Requests that may wait for a slot; more get 429 with Retry-After."`
 	APIKey    string   `name:"api-key" env:"FORGE_API_KEY" help:"Require 'Authorization: Bearer KEY' on every route but /health."`
 	MaxTokens int      `name:"max-tokens" default:"${max_tokens}" help:"Default max_tokens of a reply (capped by the context)."`
@@ -25,6 +25,8 @@ type ServeCmd struct {
 	KV        string   `name:"kv" default:"f32" enum:"f32,int8" help:"KV cache: f32 or int8."`
 	Act       string   `name:"act" default:"int8" enum:"f32,int8" help:"Activations times 4-bit LUT weights: int8 or f32 (exact)."`
 	MaxBody   int64    `name:"max-body" default:"4194304" help:"Largest request body in bytes (larger: 413)."`
+	MaxPrompt int      `name:"max-prompt-tokens" default:"0" help:"Longest prompt in tokens (0: the model's context; longer: 400)."`
+	CacheMB   int      `name:"cache-mb" default:"1024" help:"Prompt cache budget in MiB: model-state snapshots any slot can resume from, least recently used evicted first (0: off, each slot reuses only its own last prompt)."`
 	CORS      []string `name:"cors-origin" placeholder:"ORIGIN" help:"A browser origin allowed to read /health and /v1/models (repeat for several; CORS is off by default and never opens the completion routes)."`
 }
 
@@ -35,18 +37,21 @@ func (c *ServeCmd) Run(ctx context.Context) error {
 	if c.Port > 65535 {
 		return fmt.Errorf("--port %d: want 1–65535", c.Port)
 	}
-	if c.Queue < 0 {
-		return fmt.Errorf("--queue %d: want 0 or more", c.Queue)
+	if c.Queue < 0 || c.MaxPrompt < 0 || c.CacheMB < 0 {
+		return fmt.Errorf("--queue %d, --max-prompt-tokens %d, --cache-mb %d: want 0 or more", c.Queue, c.MaxPrompt, c.CacheMB)
 	}
 	kv, _ := model.ParseKV(c.KV)    // kong checked the enum
 	act, _ := model.ParseAct(c.Act) // and this one
-	q := c.Queue
+	q, cache := c.Queue, c.CacheMB
 	if q == 0 {
 		q = -1 // server.Options: < 0 is no queue
 	}
+	if cache == 0 {
+		cache = -1 // server.Options: < 0 is no prompt cache
+	}
 	return forge.Serve(ctx, forge.ServeConfig{Model: c.Model, Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)),
 		Options: server.Options{Slots: c.Parallel, Queue: q, APIKey: c.APIKey, MaxTokens: c.MaxTokens,
-			Think: c.Think, KV: kv, Act: act, MaxBody: c.MaxBody, CORSOrigins: c.CORS},
+			Think: c.Think, KV: kv, Act: act, MaxBody: c.MaxBody, MaxPrompt: c.MaxPrompt, CacheMB: cache, CORSOrigins: c.CORS},
 		Ready: func(addr string) {
 			fmt.Fprintf(os.Stderr, "forge serve: %s on http://%s/v1 (%d slots)\n", c.Model, addr, c.Parallel)
 		}})
