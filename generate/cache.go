@@ -2,6 +2,8 @@ package generate
 
 import (
 	"container/list"
+	"hash/maphash"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -16,11 +18,12 @@ import (
 // restoring one never changes a reply. It is safe for concurrent use.
 type Cache struct {
 	budget int64
+	seed   maphash.Seed
 
 	mu      sync.Mutex
 	used    int64
-	lru     *list.List // of *cacheEntry, most recent first
-	entries map[string]*list.Element
+	lru     *list.List               // of *cacheEntry, most recent first
+	entries map[uint64]*list.Element // by the hash of the prefix's ids
 	stats   CacheStats
 }
 
@@ -34,14 +37,15 @@ type CacheStats struct {
 }
 
 type cacheEntry struct {
-	key  string // the prefix's ids as bytes (prefixKey)
-	snap *model.Snapshot
+	hash   uint64
+	prefix []int // the ids the snapshot consumed (a hash match is checked against them)
+	snap   *model.Snapshot
 }
 
 // NewCache returns an empty Cache that holds at most budget bytes of
 // snapshots (a snapshot larger than the budget is never kept).
 func NewCache(budget int64) *Cache {
-	return &Cache{budget: budget, lru: list.New(), entries: map[string]*list.Element{}}
+	return &Cache{budget: budget, seed: maphash.MakeSeed(), lru: list.New(), entries: map[uint64]*list.Element{}}
 }
 
 // Budget returns the cache's byte budget.
@@ -58,14 +62,42 @@ func (c *Cache) Stats() CacheStats {
 
 // get returns the snapshot of exactly prefix, or nil, and marks it used.
 func (c *Cache) get(prefix []int) *model.Snapshot {
+	_, sn := c.longest(prefix, []int{len(prefix)})
+	return sn
+}
+
+// longest returns the longest of the cut lengths (ascending) whose prefix
+// of ids has a snapshot, and marks it used; (0, nil) when none has. The
+// ids are hashed once, the hash read at each cut.
+func (c *Cache) longest(ids []int, cuts []int) (int, *model.Snapshot) {
+	if len(cuts) == 0 {
+		return 0, nil
+	}
+	hs := make([]uint64, len(cuts))
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	at := 0
+	for i, cut := range cuts {
+		h.Write(idBytes(ids[at:cut]))
+		hs[i], at = h.Sum64(), cut
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.entries[prefixKey(prefix)]
-	if !ok {
-		return nil
+	for i := len(cuts) - 1; i >= 0; i-- {
+		if el, ok := c.entries[hs[i]]; ok && slices.Equal(el.Value.(*cacheEntry).prefix, ids[:cuts[i]]) {
+			c.lru.MoveToFront(el)
+			return cuts[i], el.Value.(*cacheEntry).snap
+		}
 	}
-	c.lru.MoveToFront(el)
-	return el.Value.(*cacheEntry).snap
+	return 0, nil
+}
+
+// hash is the hash of ids, as longest computes it.
+func (c *Cache) hash(ids []int) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.Write(idBytes(ids))
+	return h.Sum64()
 }
 
 // count records a lookup's outcome.
@@ -91,29 +123,36 @@ func (c *Cache) put(prefix []int, sn *model.Snapshot) {
 	if sn.Bytes() > c.budget {
 		return
 	}
-	key := prefixKey(prefix)
+	hash := c.hash(prefix)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.entries[key]; ok {
-		c.lru.MoveToFront(el)
-		return
+	if el, ok := c.entries[hash]; ok {
+		if slices.Equal(el.Value.(*cacheEntry).prefix, prefix) {
+			c.lru.MoveToFront(el)
+			return
+		}
+		c.remove(el) // another prefix with the same hash: the newer one stays
 	}
-	c.entries[key] = c.lru.PushFront(&cacheEntry{key: key, snap: sn})
+	c.entries[hash] = c.lru.PushFront(&cacheEntry{hash: hash, prefix: slices.Clone(prefix), snap: sn})
 	c.used += sn.Bytes()
 	for c.used > c.budget {
-		el := c.lru.Back()
-		e := el.Value.(*cacheEntry)
-		c.lru.Remove(el)
-		delete(c.entries, e.key)
-		c.used -= e.snap.Bytes()
+		c.remove(c.lru.Back())
 		c.stats.Evictions++
 	}
 }
 
-// prefixKey is the ids' bytes: equal keys are equal prefixes.
-func prefixKey(ids []int) string {
+// remove drops an entry (c.mu held).
+func (c *Cache) remove(el *list.Element) {
+	e := el.Value.(*cacheEntry)
+	c.lru.Remove(el)
+	delete(c.entries, e.hash)
+	c.used -= e.snap.Bytes()
+}
+
+// idBytes views ids as bytes (no copy).
+func idBytes(ids []int) []byte {
 	if len(ids) == 0 {
-		return ""
+		return nil
 	}
-	return string(unsafe.Slice((*byte)(unsafe.Pointer(&ids[0])), len(ids)*int(unsafe.Sizeof(ids[0]))))
+	return unsafe.Slice((*byte)(unsafe.Pointer(&ids[0])), len(ids)*int(unsafe.Sizeof(ids[0])))
 }

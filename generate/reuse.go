@@ -155,22 +155,22 @@ func (e *Engine) resume(p plan) error {
 	}
 	at := e.Reusable(p.prompt)
 	if c := e.opts.Cache; c != nil {
-		for _, cut := range p.cuts(at) {
-			if sn := c.get(p.prompt[:cut]); sn != nil {
-				c.count(true)
-				if err := e.restore(p, cut, sn.Pos()); err != nil {
-					return err
-				}
-				if err := e.s.Restore(sn); err != nil {
-					e.Reset()
-					return err
-				}
-				e.turn = nil // Restore released the turn snapshot's mark
-				e.fed = append(e.fed[:0], p.prompt[:cut]...)
-				return nil
+		cuts := p.cuts(at)
+		slices.Reverse(cuts)
+		cut, sn := c.longest(p.prompt, cuts)
+		c.count(sn != nil)
+		if sn != nil {
+			if err := e.restore(p, cut, sn.Pos()); err != nil {
+				return err
 			}
+			if err := e.s.Restore(sn); err != nil {
+				e.Reset()
+				return err
+			}
+			e.turn = nil // Restore released the turn snapshot's mark
+			e.fed = append(e.fed[:0], p.prompt[:cut]...)
+			return nil
 		}
-		c.count(false)
 	}
 	if at == 0 {
 		e.Reset()

@@ -284,7 +284,7 @@ func TestChatInterruptKeepsConversation(t *testing.T) {
 }
 
 // TestBenchChatBadInput: bench's sizes, chat's starting conversation and
-// serve's slots, queue and address are checked before any work, each a
+// serve's slots, queue, cache, prompt limit and address are checked before any work, each a
 // one-line error.
 func TestBenchChatBadInput(t *testing.T) {
 	dir := t.TempDir()
@@ -301,6 +301,8 @@ func TestBenchChatBadInput(t *testing.T) {
 		{[]string{"chat", "--model", tiny, "--max-tokens", "0"}, "--max-tokens 0"},
 		{[]string{"serve", "--model", tiny, "--parallel", "0"}, "--parallel 0"},
 		{[]string{"serve", "--model", tiny, "--queue=-1"}, "--queue -1"},
+		{[]string{"serve", "--model", tiny, "--cache-mb=-1"}, "--cache-mb -1"},
+		{[]string{"serve", "--model", tiny, "--max-prompt-tokens=-5"}, "--max-prompt-tokens -5"},
 		{[]string{"serve", "--model", tiny, "--port", "70000"}, "--port 70000"},
 	} {
 		stdout, stderr, ok := runIn(t, "", tc.args...)

@@ -37,8 +37,13 @@ func (c *ServeCmd) Run(ctx context.Context) error {
 	if c.Port > 65535 {
 		return fmt.Errorf("--port %d: want 1–65535", c.Port)
 	}
-	if c.Queue < 0 || c.MaxPrompt < 0 || c.CacheMB < 0 {
-		return fmt.Errorf("--queue %d, --max-prompt-tokens %d, --cache-mb %d: want 0 or more", c.Queue, c.MaxPrompt, c.CacheMB)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"--queue", c.Queue}, {"--max-prompt-tokens", c.MaxPrompt}, {"--cache-mb", c.CacheMB}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %d: want 0 or more", f.name, f.v)
+		}
 	}
 	kv, _ := model.ParseKV(c.KV)    // kong checked the enum
 	act, _ := model.ParseAct(c.Act) // and this one
