@@ -19,25 +19,49 @@ type RunConfig struct {
 	LoopGuard   int       // 0: generate.LoopReps; < 0: off
 	KV          model.KV  // the KV cache format (Run only; a Runtime has its own)
 	Act         model.Act // the activation precision (Run only)
+	Draft       string    // a drafter's directory for speculative decoding (Run only), or ""
+	DraftK      int       // the most tokens it drafts per target call (0: generate.DefaultDraftK)
+	DraftFixed  bool      // draft DraftK tokens every round (no adaptation)
 }
 
 // RunReport is one reply and its measurements (`forge run --json`).
 type RunReport struct {
-	Text         string           `json:"text"`
-	Tokens       []int            `json:"tokens"`
-	Finish       string           `json:"finish_reason"`
-	LoopPeriod   int              `json:"loop_period,omitempty"`
-	ContextFull  bool             `json:"context_full,omitempty"`
-	ThinkClosed  bool             `json:"think_budget_closed,omitempty"`
-	PromptTokens int              `json:"prompt_tokens"`
-	CachedTokens int              `json:"cached_tokens"`
-	Generated    int              `json:"completion_tokens"`
-	PrefillTPS   float64          `json:"prefill_tps"`
-	DecodeTPS    float64          `json:"decode_tps"`
-	PrefillSec   float64          `json:"prefill_seconds"`
-	DecodeSec    float64          `json:"decode_seconds"`
-	Settings     RunSettings      `json:"settings"`
-	Metrics      generate.Metrics `json:"-"`
+	Text          string           `json:"text"`
+	Tokens        []int            `json:"tokens"`
+	Finish        string           `json:"finish_reason"`
+	LoopPeriod    int              `json:"loop_period,omitempty"`
+	ContextFull   bool             `json:"context_full,omitempty"`
+	ThinkClosed   bool             `json:"think_budget_closed,omitempty"`
+	PromptTokens  int              `json:"prompt_tokens"`
+	CachedTokens  int              `json:"cached_tokens"`
+	Generated     int              `json:"completion_tokens"`
+	PrefillTPS    float64          `json:"prefill_tps"`
+	DecodeTPS     float64          `json:"decode_tps"`
+	PrefillSec    float64          `json:"prefill_seconds"`
+	DecodeSec     float64          `json:"decode_seconds"`
+	Settings      RunSettings      `json:"settings"`
+	Draft         *DraftReport     `json:"draft,omitempty"`
+	AcceptHist    []int            `json:"accept_hist,omitempty"`     // rounds by the number of drafts kept (speculative decoding)
+	TokensPerCall float64          `json:"tokens_per_call,omitempty"` // generated tokens per target forward after prefill
+	Metrics       generate.Metrics `json:"-"`
+}
+
+// DraftReport is what a reply with a drafter records of it: its identity
+// and how drafting went.
+type DraftReport struct {
+	Name          string  `json:"name"`
+	Kind          string  `json:"kind"`
+	Fingerprint   string  `json:"fingerprint"`
+	Tokenizer     string  `json:"tokenizer"`
+	K             int     `json:"k"`
+	Drafted       int     `json:"drafted"`
+	Kept          int     `json:"kept"`
+	AcceptRate    float64 `json:"accept_rate"`
+	TargetCalls   int     `json:"target_calls"`
+	DraftSeconds  float64 `json:"draft_seconds"`
+	VerifySeconds float64 `json:"verify_seconds"`
+	SampleSeconds float64 `json:"sample_seconds"`
+	Failed        string  `json:"failed,omitempty"` // why drafting stopped mid-reply (plain decoding went on)
 }
 
 // RunSettings are the settings a reply was generated with (reproducible
@@ -69,6 +93,11 @@ func Run(ctx context.Context, cfg RunConfig, emit func(string) error) (*RunRepor
 		return nil, err
 	}
 	defer rt.Close()
+	if cfg.Draft != "" {
+		if err := rt.AttachDraft(cfg.Draft, cfg.DraftK, cfg.DraftFixed); err != nil {
+			return nil, err
+		}
+	}
 	ids, err := rt.Tokens(cfg.Prompt)
 	if err != nil {
 		return nil, err
@@ -89,12 +118,22 @@ func (r *Runtime) Reply(ctx context.Context, ids []int, cfg RunConfig, emit func
 	}
 	mt := res.Metrics
 	s := cfg.Sample
+	var dr *DraftReport
+	tpc := 0.0
+	if d := r.Draft; d != nil {
+		tpc = mt.TokensPerCall()
+		dr = &DraftReport{Name: d.Name, Kind: d.Kind, Fingerprint: d.Fingerprint, Tokenizer: d.Tokenizer, K: d.K,
+			Drafted: mt.Drafted, Kept: mt.Kept, AcceptRate: mt.AcceptRate(), TargetCalls: mt.TargetCalls,
+			DraftSeconds: mt.DraftSeconds, VerifySeconds: mt.VerifySeconds, SampleSeconds: mt.SampleSeconds,
+			Failed: mt.DraftFailed}
+	}
 	return &RunReport{
+		Draft: dr, AcceptHist: mt.AcceptHist,
 		Text: res.Text, Tokens: res.Tokens, Finish: string(res.Finish), LoopPeriod: mt.LoopPeriod,
 		ContextFull: mt.ContextFull, ThinkClosed: mt.ThinkInjected,
 		PromptTokens: mt.PromptTokens, CachedTokens: mt.CachedTokens, Generated: mt.GeneratedTokens,
 		PrefillTPS: mt.PrefillTPS(), DecodeTPS: mt.DecodeTPS(), PrefillSec: mt.PrefillSeconds, DecodeSec: mt.DecodeSeconds,
-		Metrics: mt,
+		Metrics: mt, TokensPerCall: tpc,
 		Settings: RunSettings{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP,
 			Presence: s.Presence, DRY: s.DRY.Multiplier, DRYBase: s.DRY.Base, DRYAllowed: s.DRY.Allowed,
 			Seed: s.Seed, MaxTokens: cfg.MaxTokens, Stop: cfg.Stop, Think: cfg.Prompt.Think, ThinkBudget: cfg.ThinkBudget,

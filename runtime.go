@@ -19,8 +19,21 @@ type Runtime struct {
 	Engine *generate.Engine
 	Model  *model.Model
 	Tok    *tokenizer.Tokenizer
-	Name   string // the directory's base name
+	Name   string   // the directory's base name
+	Draft  *Drafter // the drafter of speculative decoding (AttachDraft), or nil
+	opts   generate.Options
 	src    source.Source
+}
+
+// Drafter is a draft model attached to a Runtime, and its identity.
+type Drafter struct {
+	Model       *model.Model
+	Name        string // the directory's base name
+	Kind        string // checkpoint or bundle (source.Fingerprint)
+	Fingerprint string // its model fingerprint
+	Tokenizer   string // its tokenizer's fingerprint (the target's: CheckDraft)
+	K           int    // the most tokens it drafts per target call
+	src         source.Source
 }
 
 // OpenRuntime loads the checkpoint or bundle in dir (weights mapped, not
@@ -41,11 +54,55 @@ func OpenRuntime(dir string, o generate.Options) (*Runtime, error) {
 		return nil, fmt.Errorf("%s: the tokenizer has %d ids but the model only %d", dir, tok.VocabSize(), v)
 	}
 	return &Runtime{Engine: generate.New(m, tok, o), Model: m, Tok: tok,
-		Name: filepath.Base(filepath.Clean(dir)), src: src}, nil
+		Name: filepath.Base(filepath.Clean(dir)), opts: o, src: src}, nil
 }
 
-// Close releases the model's files.
-func (r *Runtime) Close() error { return r.src.Close() }
+// AttachDraft loads the checkpoint or bundle in dir as the drafter of the
+// runtime's replies (speculative decoding, at most k tokens per target
+// call; 0: generate.DefaultDraftK): its vocabulary and tokenizer must give
+// every id the target's meaning (generate.CheckDraft), and k must be in
+// 1…16; fixed makes every round draft k tokens. The engine is replaced,
+// so the conversation starts afresh.
+func (r *Runtime) AttachDraft(dir string, k int, fixed bool) error {
+	if k == 0 {
+		k = generate.DefaultDraftK
+	}
+	if err := generate.CheckDraftK(k); err != nil {
+		return fmt.Errorf("--draft-k: %w", err)
+	}
+	m, src, err := source.Load(dir)
+	if err != nil {
+		return fmt.Errorf("drafter: %w", err)
+	}
+	d := &Drafter{Model: m, Name: filepath.Base(filepath.Clean(dir)), K: k, src: src}
+	fail := func(err error) error { src.Close(); return fmt.Errorf("drafter %s: %w", dir, err) }
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return fail(fmt.Errorf("tokenizer: %w", err))
+	}
+	if err := generate.CheckDraft(r.Model, r.Tok, m, tok); err != nil {
+		return fail(err)
+	}
+	if d.Kind, d.Fingerprint, err = source.Fingerprint(src); err != nil {
+		return fail(err)
+	}
+	d.Tokenizer = tok.Fingerprint()
+	if r.Draft != nil {
+		r.Draft.src.Close()
+	}
+	r.Draft = d
+	r.opts.Draft, r.opts.DraftK, r.opts.DraftFixed = m, k, fixed
+	r.Engine = generate.New(r.Model, r.Tok, r.opts)
+	return nil
+}
+
+// Close releases the model's files (and the drafter's).
+func (r *Runtime) Close() error {
+	if r.Draft != nil {
+		r.Draft.src.Close()
+	}
+	return r.src.Close()
+}
 
 // Prompt is what a reply answers: a plain text (no template), or a
 // conversation rendered with the model's chat template.

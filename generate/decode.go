@@ -21,6 +21,8 @@ type run struct {
 	nextCheck    int    // reply length at which the loop guard looks next
 	thinkChecked bool   // the thinking budget was reached
 	one          [1]int // the token a decode step feeds
+	block        []int  // a verify block's tokens (speculative.go)
+	drafting     bool   // the drafter drafts (it has not failed)
 }
 
 func (e *Engine) newRun(req Request, emit func(string) error) *run {
@@ -42,28 +44,14 @@ func (g *run) decode(ctx context.Context, logits []float32, room int) error {
 		if err := ctx.Err(); err != nil {
 			return g.finish(FinishCancel, err)
 		}
-		if g.req.Logits != nil {
-			g.req.Logits(logits)
-		}
-		id := g.sampler.Sample(logits)
-		if id < 0 {
-			return g.finish(FinishError, fmt.Errorf("the logits after %d generated tokens are all NaN or -Inf", len(g.res.Tokens)))
-		}
-		if g.req.Logprobs && !g.stops[id] {
-			g.res.Logprobs = append(g.res.Logprobs, logprobOf(logits, id, g.req.TopLogprobs))
-		}
-		if g.stops[id] {
-			g.res.StopToken = id
-			return g.finish(FinishStop, nil)
-		}
-		if done, err := g.push(id); done || err != nil {
+		id, err := g.sample(logits)
+		if err != nil {
 			return err
 		}
-		if len(g.res.Tokens) >= room {
-			return g.full(room)
+		if done, err := g.take(id, logits, room); done {
+			return err
 		}
 		if g.thinkDue() {
-			var err error
 			if logits, err = g.injectThinkClose(ctx, id, room); logits == nil {
 				return err
 			}
@@ -71,9 +59,44 @@ func (g *run) decode(ctx context.Context, logits []float32, room int) error {
 		}
 		g.one[0] = id
 		lg := e.m.Forward(e.s, g.one[:])
+		g.res.Metrics.TargetCalls++
 		e.fed = append(e.fed, id)
 		logits = lg.Row(0)
 	}
+}
+
+// sample draws the next token from logits (after the Logits hook); logits
+// that are all NaN or −Inf end the reply with an error.
+func (g *run) sample(logits []float32) (int, error) {
+	if g.req.Logits != nil {
+		g.req.Logits(logits)
+	}
+	id := g.sampler.Sample(logits)
+	if id < 0 {
+		return -1, g.finish(FinishError, fmt.Errorf("the logits after %d generated tokens are all NaN or -Inf", len(g.res.Tokens)))
+	}
+	return id, nil
+}
+
+// take adds token id, sampled from logits, to the reply: a stop token
+// ends it, any other is pushed (its logprob recorded), and the reply ends
+// when it reaches room tokens. done reports that the reply has ended,
+// with the error that ended it, if any.
+func (g *run) take(id int, logits []float32, room int) (done bool, err error) {
+	if g.req.Logprobs && !g.stops[id] {
+		g.res.Logprobs = append(g.res.Logprobs, logprobOf(logits, id, g.req.TopLogprobs))
+	}
+	if g.stops[id] {
+		g.res.StopToken = id
+		return true, g.finish(FinishStop, nil)
+	}
+	if done, err := g.push(id); done || err != nil {
+		return true, err
+	}
+	if len(g.res.Tokens) >= room {
+		return true, g.full(room)
+	}
+	return false, nil
 }
 
 // full ends the reply at its limit of room tokens: MaxTokens, or the
@@ -99,6 +122,9 @@ func (g *run) thinkDue() bool {
 func (g *run) push(id int) (done bool, err error) {
 	g.res.Tokens = append(g.res.Tokens, id)
 	g.sampler.Accept(id)
+	if d := g.e.draft; d != nil && d.sampler != nil {
+		d.sampler.Accept(id) // the drafter's penalties count the reply too
+	}
 	out, hit := g.text.add(g.stream.Add(id))
 	if err := g.send(out); err != nil {
 		return true, g.finish(FinishCancel, err)
@@ -143,6 +169,7 @@ func (g *run) injectThinkClose(ctx context.Context, last int, room int) ([]float
 		return nil, g.finish(FinishCancel, err)
 	}
 	e.fed = append(e.fed, feed...)
+	g.res.Metrics.TargetCalls++
 	for _, id := range phrase {
 		if done, err := g.push(id); done || err != nil {
 			return nil, err

@@ -73,7 +73,24 @@ type Metrics struct {
 	LoopPeriod      int     // the period that ended the reply (FinishLoop), else 0
 	ThinkInjected   bool    // the thinking budget closed the thinking (ThinkClose was fed)
 	ContextFull     bool    // the reply stopped because the context was full
+
+	// Speculative decoding (Options.Draft); TargetCalls also counts plain decoding's steps.
+	TargetCalls   int     // forwards of the target after prefill (verify blocks and plain steps)
+	AcceptHist    []int   // AcceptHist[n]: rounds whose first n drafts were kept (n = 0…DraftK)
+	Drafted       int     // tokens drafted
+	Kept          int     // drafts kept
+	DraftSeconds  float64 // drafting (the drafter's forwards and draws)
+	VerifySeconds float64 // the target's verify blocks and plain steps
+	SampleSeconds float64 // deciding drafts and sampling
+	DraftFailed   string  // why drafting stopped mid-reply (plain decoding went on), "" if it did not
 }
+
+// TokensPerCall is generated tokens per target forward after prefill (1
+// for plain decoding but for the token sampled from the prefill).
+func (m Metrics) TokensPerCall() float64 { return rate(m.GeneratedTokens, float64(m.TargetCalls)) }
+
+// AcceptRate is the fraction of drafted tokens kept.
+func (m Metrics) AcceptRate() float64 { return rate(m.Kept, float64(m.Drafted)) }
 
 // PrefillTPS is prefill tokens per second (0 when nothing was run).
 func (m Metrics) PrefillTPS() float64 { return rate(m.PrefillTokens, m.PrefillSeconds) }
@@ -120,6 +137,18 @@ type Options struct {
 	// (the reply was fed by decode steps). An engine that continues takes
 	// no part in a Cache (Options.Cache is ignored).
 	Continue bool
+	// Draft, when set, drafts tokens for speculative decoding
+	// (speculative.go): a model whose ids mean what the target's mean
+	// (CheckDraft). The replies are the ones plain decoding gives — the
+	// same tokens when greedy, the same distribution when sampling.
+	Draft *model.Model
+	// DraftK is the most tokens the drafter proposes per target call
+	// (0: DefaultDraftK; at most MaxDraftK); the length of each round
+	// adapts to the acceptance rate and the measured costs.
+	DraftK int
+	// DraftFixed makes every round draft DraftK tokens (measurements,
+	// tests), where the length otherwise adapts.
+	DraftFixed bool
 }
 
 // Engine generates replies from one Model for one conversation at a time:
@@ -137,8 +166,9 @@ type Engine struct {
 	turn     []int // the prompt prefix the turn snapshot holds (nil: none)
 	turnMark model.Mark
 	breakers *sample.Breakers
-	turnID   int // <|im_start|>, −1 if the tokenizer has none
-	userID   int // "user", −1 if it is not one token
+	draft    *drafter // nil: plain decoding
+	turnID   int      // <|im_start|>, −1 if the tokenizer has none
+	userID   int      // "user", −1 if it is not one token
 }
 
 // New returns an Engine for m, whose tokenizer is tok.
@@ -149,8 +179,20 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, o Options) *Engine {
 	if o.Continue {
 		o.Cache = nil
 	}
+	if o.DraftK == 0 {
+		o.DraftK = DefaultDraftK
+	}
+	if err := CheckDraftK(o.DraftK); err != nil {
+		panic("generate.New: " + err.Error())
+	}
 	e := &Engine{m: m, tok: tok, opts: o, s: m.NewStateKV(o.KV), turnID: -1, userID: -1}
 	e.s.SetAct(o.Act)
+	if o.Draft != nil {
+		if o.Draft.Config().Vocab != m.Config().Vocab {
+			panic("generate.New: the drafter's vocabulary differs from the target's (CheckDraft)")
+		}
+		e.draft = newDrafter(o.Draft, o)
+	}
 	vocab := m.Config().Vocab
 	e.breakers = sample.NewBreakers(vocab, func(id int) string {
 		s, _ := tok.Decode([]int{id})
@@ -198,9 +240,18 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(text strin
 	if err != nil {
 		return Result{}, err
 	}
+	if e.draft != nil {
+		if err := g.startDraft(ctx); err != nil {
+			return Result{}, err
+		}
+	}
 	g.res.Metrics.PrefillSeconds = time.Since(t0).Seconds()
 	t1 := time.Now()
-	err = g.decode(ctx, logits, room)
+	if e.draft != nil {
+		err = g.decodeDraft(ctx, logits, room)
+	} else {
+		err = g.decode(ctx, logits, room)
+	}
 	g.res.Metrics.DecodeSeconds = time.Since(t1).Seconds()
 	g.res.Metrics.GeneratedTokens = len(g.res.Tokens)
 	return g.res, err

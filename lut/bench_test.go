@@ -183,16 +183,18 @@ func BenchmarkLUTMulCache(b *testing.B) {
 		if !m.Int8Activations() {
 			continue
 		}
-		b.Run(fmt.Sprintf("%s/int8/T=1", benchName(f)), func(b *testing.B) {
-			x, dst := randomX(1, in, 2), tensor.New(1, out)
-			var q Int8Input
-			m.QuantizeInput(&q, x)
-			b.SetBytes(m.Bytes())
-			for b.Loop() {
-				m.MulInt8(dst, &q)
-			}
-			b.ReportMetric(float64(m.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-		})
+		for _, T := range []int{1, 2, 4, 8, 16} {
+			b.Run(fmt.Sprintf("%s/int8/T=%d", benchName(f), T), func(b *testing.B) {
+				x, dst := randomX(T, in, 2), tensor.New(T, out)
+				var q Int8Input
+				m.QuantizeInput(&q, x)
+				b.SetBytes(m.Bytes())
+				for b.Loop() {
+					m.MulInt8(dst, &q)
+				}
+				b.ReportMetric(float64(m.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
 	}
 }
 
@@ -233,15 +235,17 @@ func BenchmarkLUTMulInt8(b *testing.B) {
 	for _, name := range []string{"LUT4 per-tensor + pcs", "vector 2x16 + pcs"} {
 		f := mustFormat(b, name)
 		for _, s := range [][2]int{{4096, 4096}, {17408, 5120}} {
-			sub := fmt.Sprintf("%s/%dx%d/T=1", benchName(f), s[0], s[1])
-			b.Run(sub, func(b *testing.B) {
-				var q Int8Input
-				benchMulWith(b, f, s[0], s[1], 1, func(l linear, dst, x *tensor.Matrix) {
-					m := l.(*Matrix)
-					m.QuantizeInput(&q, x)
-					m.MulInt8(dst, &q)
+			for _, T := range []int{1, 8} {
+				sub := fmt.Sprintf("%s/%dx%d/T=%d", benchName(f), s[0], s[1], T)
+				b.Run(sub, func(b *testing.B) {
+					var q Int8Input
+					benchMulWith(b, f, s[0], s[1], T, func(l linear, dst, x *tensor.Matrix) {
+						m := l.(*Matrix)
+						m.QuantizeInput(&q, x)
+						m.MulInt8(dst, &q)
+					})
 				})
-			})
+			}
 		}
 	}
 }

@@ -71,6 +71,8 @@ type Int8Input struct {
 	k        []float32 // [rows] 128·Σ_G d_G·Σ_{j∈G} q_j, summed in group order in float32
 	x        *tensor.Matrix
 	xr       tensor.Matrix // x' when the matrix rotates its input
+	qi       []int8        // q's rows by chunks of eight, interleaved by step (int8rows.go), or empty
+	di       []float32     // d's likewise
 }
 
 // Rows returns the number of rows of x it holds.
@@ -165,6 +167,7 @@ func (m *Matrix) QuantizeInput(q *Int8Input, x *tensor.Matrix) {
 	for t := range x.Rows {
 		q.k[t] = quantizeRow(q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb], x.Row(t))
 	}
+	q.interleave(steps, nb)
 }
 
 func grow[E any](s []E, n int) []E {
@@ -233,8 +236,10 @@ func (m *Matrix) MulRowsInt8(dst *tensor.Matrix, q *Int8Input, lo, hi int) {
 	}
 	if m.tab8 != nil {
 		d := m.f.Dim
-		for t := range q.rows {
-			m.int8Rows(dst.Row(t), q, t, lo/d, hi/d)
+		if !m.int8RowsT(dst, q, lo/d, hi/d) {
+			for t := range q.rows {
+				m.int8Rows(dst.Row(t), q, t, lo/d, hi/d)
+			}
 		}
 		if m.rank == 0 {
 			return // the decode path: no scratch needed
@@ -287,8 +292,13 @@ func (m *Matrix) int8Rows(y []float32, q *Int8Input, t, r0, r1 int) {
 		}
 		r++
 	}
-	// y = s[o]·(c_g·(h − k)), one codebook group's run of outputs at a time.
-	k := q.k[t]
+	m.int8Scale(y, q.k[t], r0, r1)
+}
+
+// int8Scale turns the sums h of index rows [r0, r1) in y into outputs:
+// y = s[o]·(c_g·(h − k)), one codebook group's run of outputs at a time.
+func (m *Matrix) int8Scale(y []float32, k float32, r0, r1 int) {
+	d := m.f.Dim
 	for o := r0 * d; o < r1*d; {
 		g := m.group8(o / d)
 		end := r1 * d

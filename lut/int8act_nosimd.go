@@ -2,6 +2,8 @@
 
 package lut
 
+import "forge/tensor"
+
 // Without GOEXPERIMENT=simd on amd64 the int8 activations run on the
 // portable twin (int8RowGo) alone.
 const int8Ready = false
@@ -9,3 +11,5 @@ const int8Ready = false
 func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, r, r1 int) int { return r }
 
 func quantizeFast(q []int8, d []float32, x []float32) (float32, bool) { return 0, false }
+
+func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool { return false }

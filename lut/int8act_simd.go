@@ -5,6 +5,8 @@ package lut
 import (
 	"simd/archsimd"
 	"unsafe"
+
+	"forge/tensor"
 )
 
 // int8Ready: the int8-activation kernels (int8_amd64.s) need AVX-512
@@ -21,6 +23,45 @@ func lut4I8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *f
 
 //go:noescape
 func vec2I8(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, groups int, h *float32)
+
+//go:noescape
+func lut4I8T(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, rows int, groups int, h *float32, hstride int)
+
+// int8RowsT computes index rows [r0, r1) of every row of q into dst with
+// the multi-row kernel (scalar 4-bit LUTs; int8rows.go) and reports
+// whether it ran: it does not for a single row, 2-vector matrices, or
+// where q was not interleaved.
+func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
+	if q.rows < 2 || len(q.qi) == 0 || m.f.Dim != 1 || !useFast {
+		return false
+	}
+	steps, nb, n := m.in/int8Step, 16*((m.in+int8Block-1)/int8Block), m.in/2
+	for t0 := 0; t0 < q.rows; t0 += int8Chunk {
+		T := min(int8Chunk, q.rows-t0)
+		qc, dc := q.qi[t0*steps*int8Step:], q.di[t0*nb:]
+		for r := r0; r < r1; {
+			end := r1
+			if m.rowsG > 0 {
+				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
+			}
+			if groups := (end - r) / 8; groups > 0 {
+				lut4I8T(m.table8(r, 0), unsafe.Pointer(&m.p.Index[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
+					T, groups, &dst.Row(t0)[r], dst.Cols)
+				r += 8 * groups
+			}
+			for ; r < end; r++ { // fewer than eight rows left in the group
+				codes := m.p.Index[r*n : (r+1)*n]
+				for t := t0; t < t0+T; t++ {
+					dst.Row(t)[r] = int8RowGo(m.table8(r, 0), codes, q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb])
+				}
+			}
+		}
+	}
+	for t := range q.rows {
+		m.int8Scale(dst.Row(t), q.k[t], r0, r1)
+	}
+	return true
+}
 
 // int8Kernel runs the kernels from index row r on as many whole groups
 // of eight outputs as fit before r1 and the end of r's codebook group,

@@ -278,3 +278,43 @@ func TestInt8QuantizeTwin(t *testing.T) {
 		t.Error("the vector quantizer took a row of 192 columns")
 	}
 }
+
+// TestInt8RowsMatchOneRow: a product of T rows of x (the multi-row kernel
+// for scalar LUTs, by chunks of eight rows) gives every row the bits of
+// that row's one-row product, for T = 2…17, per-tensor and grouped
+// codebooks, widths with a partial last block, output counts and ranges
+// that leave groups of eight rows incomplete.
+func TestInt8RowsMatchOneRow(t *testing.T) {
+	for _, name := range int8Formats {
+		f := mustFormat(t, name)
+		for _, sh := range [][2]int{{8, 128}, {44, 384}, {96, 512}, {120, 640}, {16, 1664}} {
+			out, in := sh[0], sh[1]
+			m := randomMatrix(t, f, out, in, 0, false, uint64(out*in+7))
+			for T := 2; T <= 17; T++ {
+				x := int8X(T, in, uint64(T*in))
+				var q, q1 Int8Input
+				m.QuantizeInput(&q, x)
+				if int8Ready && len(q.qi) == 0 {
+					t.Fatal("the rows were not interleaved for the multi-row kernel")
+				}
+				for _, r := range [][2]int{{0, out}, {8, out}, {2, out - 2}} {
+					all := tensor.New(T, out)
+					m.MulRowsInt8(all, &q, r[0], r[1])
+					one := tensor.New(1, out)
+					d := f.Dim
+					lo, hi := r[0]/d*d, r[1]/d*d
+					for row := range T {
+						m.QuantizeInput(&q1, tensor.FromSlice(1, in, x.Row(row)))
+						m.MulRowsInt8(one, &q1, r[0], r[1])
+						for o := lo; o < hi; o++ {
+							if a, b := all.Row(row)[o], one.Data[o]; math.Float32bits(a) != math.Float32bits(b) {
+								t.Fatalf("%s %dx%d, T=%d, rows [%d,%d): x row %d output %d = %v, alone %v",
+									name, out, in, T, r[0], r[1], row, o, a, b)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -55,8 +55,10 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	s.observeLayer(li, "self_attn.gate", &sc.gate)
 
 	sc.att.Resize(T, hq*D)
-	if T == 1 {
-		a.attendStep(c, s.pos, ls, sc)
+	if T == 1 || s.verify {
+		for t := range T { // a verify block's rows are decode steps at pos+t (verify.go)
+			a.attendStep(c, s.pos+s.pend+t, t, ls, sc)
+		}
 	} else {
 		tensor.Parallel(T*hq, func(lo, hi int) {
 			scores := make([]float32, s.pos+T)
@@ -80,12 +82,12 @@ const attParallel = 1 << 16
 // attendScores and attendValues where this build has them. Query head h
 // scores into its own part of sc.scores (pos+32 floats, as attendScores
 // needs).
-func (a *attention) attendStep(c *Config, pos int, ls *layerState, sc *scratch) {
+func (a *attention) attendStep(c *Config, pos, t int, ls *layerState, sc *scratch) {
 	j := &sc.attJob
 	if j.run == nil {
 		j.run = j.heads // built once, so that a step allocates nothing
 	}
-	j.a, j.c, j.pos, j.ls, j.sc = a, c, pos, ls, sc
+	j.a, j.c, j.pos, j.t, j.ls, j.sc = a, c, pos, t, ls, sc
 	if sc.mode.alone || (pos+1)*c.Heads*c.HeadDim < attParallel {
 		j.heads(0, c.Heads)
 		return
@@ -97,7 +99,8 @@ func (a *attention) attendStep(c *Config, pos int, ls *layerState, sc *scratch) 
 type attJob struct {
 	a   *attention
 	c   *Config
-	pos int
+	pos int // the step's position
+	t   int // its row of the call
 	ls  *layerState
 	sc  *scratch
 	run func(lo, hi int)
@@ -112,7 +115,7 @@ func (j *attJob) heads(lo, hi int) {
 	// head read its keys (then values) while they are still in L1.
 	kq := &j.ls.q // the int8 cache (keys fp16, values int8), when kq.k != nil
 	for h := lo; h < hi; h++ {
-		q, w := sc.q.Row(0)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
+		q, w := sc.q.Row(j.t)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
 		var ok bool
 		if kq.k != nil {
 			ok = attendScoresF16(w, q, kq.k, j.pos+1, kvw, (h/rq)*D, scale)
@@ -120,12 +123,12 @@ func (j *attJob) heads(lo, hi int) {
 			ok = attendScores(w, q, j.ls.k, j.pos+1, kvw, (h/rq)*D, scale)
 		}
 		if !ok {
-			j.a.attend(c, j.pos, j.ls, sc, 0, lo, hi, sc.scores[lo*ws:])
+			j.a.attend(c, j.pos-j.t, j.ls, sc, j.t, lo, hi, sc.scores[lo*ws:])
 			return
 		}
 	}
 	for h := lo; h < hi; h++ {
-		o, w := sc.att.Row(0)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
+		o, w := sc.att.Row(j.t)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
 		if kq.k != nil {
 			attendValuesInt8(o, w, kq.v, kq.vs, j.pos+1, kvw, (h/rq)*D, h/rq, c.KVHeads)
 		} else {

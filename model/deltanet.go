@@ -34,7 +34,11 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	s.observeLayer(li, "linear_attn.z", &sc.z)
 
 	sc.xc.Resize(T, cd)
-	d.convolve(&sc.xc, &sc.x0, ls.conv, c.ConvKernel)
+	hist := ls.conv
+	if s.verify {
+		hist = ls.wconv // the block's working copy (verify.go)
+	}
+	d.convolve(&sc.xc, &sc.x0, hist, c.ConvKernel)
 	s.observeLayer(li, "linear_attn.conv_silu", &sc.xc)
 
 	// L2-normalise q and k per head; q then takes the 1/√dk scale (docs/model.md §7.5).
@@ -68,7 +72,12 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	s.observeLayer(li, "linear_attn.beta", &sc.gb)
 
 	sc.o.Resize(T, vt)
-	d.rule(c, s, ls)
+	if s.verify {
+		d.ruleRows(c, s, ls)
+		s.keepPending(ls)
+	} else {
+		d.rule(c, s, ls)
+	}
 	s.observeLayer(li, "linear_attn.core_out", &sc.o)
 
 	// Gated output norm per value head (docs/model.md §4): ô = RMSNorm(o)·w·silu(z).
@@ -89,19 +98,13 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 // rows X [T, convDim], with the K−1 rows of hist as left context, writes
 // dst [T, convDim], and advances hist to the last K−1 raw rows.
 func (d *deltaNet) convolve(dst, X *tensor.Matrix, hist []float32, K int) {
-	T, cd := X.Rows, X.Cols
+	T := X.Rows
 	if T == 1 {
 		d.convRows(dst, X, hist, K, 0, 1)
 	} else {
 		tensor.ParallelGrain(T, 8, func(lo, hi int) { d.convRows(dst, X, hist, K, lo, hi) })
 	}
-	// New history: the last K−1 rows of [hist ‖ X], oldest first.
-	if T >= K-1 {
-		copy(hist, X.Data[(T-(K-1))*cd:T*cd])
-		return
-	}
-	copy(hist, hist[T*cd:])
-	copy(hist[(K-1-T)*cd:], X.Data[:T*cd])
+	shiftConv(hist, X, K) // the last K−1 rows of [hist ‖ X], oldest first
 }
 
 // convRows computes conv + SiLU output rows [lo, hi) (hist is only read).
@@ -158,29 +161,40 @@ func (d *deltaNet) rule(c *Config, s *State, ls *layerState) {
 
 // stepJob spreads a decode step's value heads over the worker pool; run is
 // the method value j.heads, built once per State so a step allocates nothing.
+// With rows > 0 (a verify block) each head runs the call's rows in turn on
+// the layer's working state.
 type stepJob struct {
-	d   *deltaNet
-	c   *Config
-	sc  *scratch
-	ls  *layerState
-	run func(lo, hi int)
+	d    *deltaNet
+	c    *Config
+	sc   *scratch
+	ls   *layerState
+	rows int
+	run  func(lo, hi int)
 }
 
 func (j *stepJob) heads(lo, hi int) {
 	for h := lo; h < hi; h++ {
-		j.d.stepHead(j.c, j.sc, j.ls, h)
+		if j.rows == 0 {
+			j.d.stepHead(j.c, j.sc, j.ls.rec, h, 0)
+			continue
+		}
+		for t := range j.rows {
+			j.d.stepHead(j.c, j.sc, j.ls.wrec, h, t)
+		}
 	}
 }
 
-func (d *deltaNet) stepHead(c *Config, sc *scratch, ls *layerState, h int) {
+// stepHead runs value head h's recurrent step for row t of the call on
+// the state rec.
+func (d *deltaNet) stepHead(c *Config, sc *scratch, rec []float32, h, t int) {
 	dk, dv, kt := c.KeyDim, c.ValueDim, c.KeyTotal()
 	kh := h / (c.ValueHeads / c.KeyHeads) // grouped: value head h uses key head ⌊h/r_v⌋ (docs/model.md §3.3.4)
-	row := sc.xc.Row(0)
+	row := sc.xc.Row(t)
 	q := row[kh*dk : (kh+1)*dk]
 	k := row[kt+kh*dk : kt+(kh+1)*dk]
 	v := row[2*kt+h*dv : 2*kt+(h+1)*dv]
-	S := ls.rec[h*dk*dv : (h+1)*dk*dv]
-	deltaStep(S, q, k, v, sc.ga.Row(0)[h], sc.gb.Row(0)[h], sc.o.Row(0)[h*dv:(h+1)*dv], sc.w[h*dv:(h+1)*dv])
+	S := rec[h*dk*dv : (h+1)*dk*dv]
+	deltaStep(S, q, k, v, sc.ga.Row(t)[h], sc.gb.Row(t)[h], sc.o.Row(t)[h*dv:(h+1)*dv], sc.w[h*dv:(h+1)*dv])
 }
 
 // chunkHead gathers head h's q, k, v, g, β rows chunk by chunk into

@@ -55,6 +55,7 @@ type scratch struct {
 	kp, vp, att tensor.Matrix // [T, Hkv·D] keys, values; [T, Hq·D] attention output
 	obs         tensor.Matrix // observer copies
 	w           []float32     // [Hv·dv] recurrent-step scratch
+	rw          []float32     // [2·dv] Commit's replay scratch (verify.go)
 	scores      []float32     // [Hq][pos+32] decode attention scores
 	cos, sin    []float32     // [T][R/2] RoPE tables
 	heads       []*headScratch
@@ -130,11 +131,11 @@ func (m *Model) forward(ctx context.Context, s *State, tokens []int, last bool) 
 	if T == 0 {
 		return &sc.logits, nil
 	}
-	if c.MaxContext > 0 && s.pos+T > c.MaxContext {
-		panic(fmt.Sprintf("model: %d tokens at position %d go past the context of %d (check with CheckTokens)", T, s.pos, c.MaxContext))
+	if c.MaxContext > 0 && s.pos+s.pend+T > c.MaxContext {
+		panic(fmt.Sprintf("model: %d tokens at position %d go past the context of %d (check with CheckTokens)", T, s.pos+s.pend, c.MaxContext))
 	}
 	m.begin(s, T)
-	if T == 1 && m.timed {
+	if T == 1 && m.timed && !s.verify {
 		sc.mode.begin()
 		defer sc.mode.end(time.Now())
 	}
@@ -156,7 +157,11 @@ func (m *Model) forward(ctx context.Context, s *State, tokens []int, last bool) 
 	} else {
 		s.products(&sc.u).add(m.head, &sc.logits).do()
 	}
-	s.pos += T
+	if s.verify {
+		s.pend += T
+	} else {
+		s.pos += T
+	}
 	return &sc.logits, nil
 }
 
@@ -168,16 +173,24 @@ func (m *Model) begin(s *State, T int) {
 	if s.broken {
 		panic("model: State used after a cancelled call without Reset or Rewind")
 	}
+	if !s.verify {
+		s.settled("a forward")
+	}
 	c, sc := &m.cfg, &s.sc
 	if len(sc.w) != c.ValueTotal() {
 		sc.w = make([]float32, c.ValueTotal())
 	}
-	if need := c.Heads * (s.pos + 32); len(sc.scores) < need { // per head pos+1 rounded up to whole vectors, and one more (attendStep)
+	at := s.pos + s.pend // the call's first position
+	last := at
+	if s.verify {
+		last += T - 1 // a verify block's rows attend as decode steps (attendStep)
+	}
+	if need := c.Heads * (last + 32); len(sc.scores) < need { // per head pos+1 rounded up to whole vectors, and one more (attendStep)
 		sc.scores = make([]float32, 2*need)
 	}
 	sc.mode.alone = false
 	sc.x.Resize(T, c.Hidden)
-	m.rope.fill(sc, s.pos, T)
+	m.rope.fill(sc, at, T)
 	sc.u.Resize(T, c.Hidden)
 	sc.y.Resize(T, c.Hidden)
 }

@@ -35,6 +35,7 @@ func (s *State) Snapshot() *Snapshot {
 	if s.broken {
 		panic("model: Snapshot of a State whose last forward was cancelled")
 	}
+	s.settled("Snapshot")
 	sn := &Snapshot{cfg: s.cfg, kv: s.kv, pos: s.pos, layers: make([]layerState, len(s.layers))}
 	for i := range s.layers {
 		src, dst := &s.layers[i], &sn.layers[i]

@@ -32,27 +32,42 @@ const (
 	stageBytes = 16 << 10
 	// maxStage is the most products a stage takes.
 	maxStage = 4
+	// rowsPiece is the weight bytes a verify block's chunk runs all its
+	// rows of x over before moving on: well inside a core's L2.
+	rowsPiece = 64 << 10
+	// maxVerify is the most rows a verify block takes (a draft of 16
+	// tokens and its anchor).
+	maxVerify = 17
 )
 
-// stage is the products of one input x [1, in] of a decode step. Build it
-// with products and add, run it with do. With x of more than one row, or a
-// Linear without MulRows, do runs the products one after another, each
-// with Mul (which splits itself over the pool).
+// stage is the products of one input x [T, in] of a decode step (T = 1) or
+// a verify block (T rows, verify.go). Build it with products and add, run
+// it with do. A verify block's rows are each computed as a decode step
+// computes its one row; a chunk walks its output rows in pieces of about
+// rowsPiece weight bytes, and every row of x meets a piece while it is in
+// cache. Other calls of more than one row (prefill), or a Linear without
+// MulRows, run the products one after another, each with Mul (which splits
+// itself over the pool).
 type stage struct {
 	x     *tensor.Matrix
 	n     int
 	lin   [maxStage]Linear
 	dst   [maxStage]*tensor.Matrix
-	rows  [maxStage]int // out of each product
-	end   [maxStage]int // units (stageUnit rows) of products 0…i
+	rows  [maxStage]int   // out of each product
+	end   [maxStage]int   // units (stageUnit rows) of products 0…i
+	size  [maxStage]int64 // weight bytes of each product
 	bytes int64
-	split bool // every product has MulRows and x has one row
+	split bool // every product has MulRows and x has one row (or is a verify block)
+	exact bool // a verify block: every row as a decode step
 	alone bool // run the chunks on the caller (stepMode)
 	act8  bool // int8 activations (State.SetAct)
 	run   func(lo, hi int)
 
 	q8  [maxStage]*lut.Int8Input // product i's int8 input (nil: float32), see quantize
 	in8 [maxStage]lut.Int8Input  // their buffers
+
+	xr [maxVerify]tensor.Matrix           // a verify block's rows of x, [1, in] each
+	dr [maxStage][maxVerify]tensor.Matrix // and of each product's dst
 }
 
 // products starts a stage on input x (the State's one stage: stages do not
@@ -62,8 +77,19 @@ func (s *State) products(x *tensor.Matrix) *stage {
 	if st.run == nil {
 		st.run = st.chunk // built once, so do allocates nothing
 	}
-	st.x, st.n, st.bytes, st.split, st.alone = x, 0, 0, x.Rows == 1, s.sc.mode.alone
-	st.act8 = s.int8Step(x.Rows)
+	rows := x.Rows
+	if s.verify {
+		if rows > maxVerify {
+			panic("model: a verify block of more than 17 rows")
+		}
+		rows = 1 // each row as a decode step
+		for t := range x.Rows {
+			st.xr[t] = tensor.Matrix{Rows: 1, Cols: x.Cols, Data: x.Row(t)}
+		}
+	}
+	st.x, st.n, st.bytes, st.split, st.alone = x, 0, 0, rows == 1, s.sc.mode.alone
+	st.exact = s.verify
+	st.act8 = s.int8Step(rows)
 	return st
 }
 
@@ -77,12 +103,17 @@ func (st *stage) add(l Linear, dst *tensor.Matrix) *stage {
 		prev = st.end[st.n-1]
 	}
 	st.lin[st.n], st.dst[st.n], st.rows[st.n] = l, dst, out
-	st.end[st.n] = prev + (out+stageUnit-1)/stageUnit
-	if b, ok := l.(interface{ Bytes() int64 }); ok {
-		st.bytes += b.Bytes()
-	} else {
-		st.bytes += 4 * int64(out) * int64(in)
+	if st.exact {
+		for t := range st.x.Rows {
+			st.dr[st.n][t] = tensor.Matrix{Rows: 1, Cols: dst.Cols, Data: dst.Row(t)}
+		}
 	}
+	st.end[st.n] = prev + (out+stageUnit-1)/stageUnit
+	st.size[st.n] = 4 * int64(out) * int64(in)
+	if b, ok := l.(interface{ Bytes() int64 }); ok {
+		st.size[st.n] = b.Bytes()
+	}
+	st.bytes += st.size[st.n]
 	st.n++
 	return st
 }
@@ -96,9 +127,14 @@ func (st *stage) do() {
 	}
 	if !st.split {
 		for i := range st.n {
-			if q := st.q8[i]; q != nil {
+			switch q := st.q8[i]; {
+			case q != nil:
 				st.lin[i].(*lut.Matrix).MulInt8(st.dst[i], q)
-			} else {
+			case st.exact:
+				for t := range st.x.Rows {
+					st.lin[i].Mul(&st.dr[i][t], &st.xr[t])
+				}
+			default:
 				st.lin[i].Mul(st.dst[i], st.x)
 			}
 		}
@@ -120,13 +156,47 @@ func (st *stage) chunk(lo, hi int) {
 	for i := range st.n {
 		if end := st.end[i]; lo < end && hi > start {
 			a, b := max(lo, start)-start, min(hi, end)-start
-			if q := st.q8[i]; q != nil {
-				st.lin[i].(*lut.Matrix).MulRowsInt8(st.dst[i], q, a*stageUnit, min(b*stageUnit, st.rows[i]))
+			if st.x.Rows == 1 || st.together(i) {
+				st.units(i, a, b)
 			} else {
-				st.lin[i].(rowsLinear).MulRows(st.dst[i], st.x, a*stageUnit, min(b*stageUnit, st.rows[i]))
+				// A verify block: pieces of ~rowsPiece bytes, all rows each.
+				unit := max(1, st.size[i]/int64(st.rows[i])*stageUnit) // bytes of a unit
+				p := int(max(1, rowsPiece/unit))
+				for u := a; u < b; u += p {
+					st.units(i, u, min(u+p, b))
+				}
 			}
 		}
 		start = st.end[i]
+	}
+}
+
+// rowsExact is a Linear that can tell when a product of T rows gives each
+// row the bits of a one-row product (tensor.Dense).
+type rowsExact interface{ RowsExact(T int) bool }
+
+// together reports whether product i may multiply a verify block's rows
+// together: its kernels give each row a decode step's bits.
+func (st *stage) together(i int) bool {
+	e, ok := st.lin[i].(rowsExact)
+	return ok && st.q8[i] == nil && e.RowsExact(st.x.Rows)
+}
+
+// units computes units [a, b) of product i for every row of x, each row
+// as a decode step computes it (MulRowsInt8 runs its rows one by one).
+func (st *stage) units(i, a, b int) {
+	lo, hi := a*stageUnit, min(b*stageUnit, st.rows[i])
+	if q := st.q8[i]; q != nil {
+		st.lin[i].(*lut.Matrix).MulRowsInt8(st.dst[i], q, lo, hi)
+		return
+	}
+	l := st.lin[i].(rowsLinear)
+	if st.x.Rows == 1 || st.together(i) {
+		l.MulRows(st.dst[i], st.x, lo, hi)
+		return
+	}
+	for t := range st.x.Rows {
+		l.MulRows(&st.dr[i][t], &st.xr[t], lo, hi)
 	}
 }
 

@@ -21,6 +21,8 @@ type State struct {
 	cfg    *Config
 	pos    int
 	broken bool // a ForwardContext call was cancelled midway: Reset or Rewind first
+	pend   int  // rows run by Verify and not yet committed (verify.go)
+	verify bool // the forward running is a Verify block
 	kv     KV   // how attention layers store keys and values
 	act    Act  // how steps multiply activations by quantized weights
 	layers []layerState
@@ -40,6 +42,13 @@ type layerState struct {
 	rec  []float32 // [Hv][dk][dv] recurrent state S (DeltaNet)
 	k, v []float32 // [pos][Hkv·D] token-major KV cache (attention, KVFloat32)
 	q    kvInt8    // the cache in the KVInt8 format
+
+	// A Verify block's pending rows (DeltaNet, verify.go): the working
+	// conv and recurrent state they ran on, and their inputs, from which
+	// Commit replays an accepted prefix onto conv and rec.
+	wconv, wrec []float32
+	px0, pxc    []float32 // [pend][convDim] raw rows, conv'd rows (q, k, v as the rule took them)
+	pg, pb      []float32 // [pend][Hv] decay g and β
 }
 
 type snapshot struct {
@@ -104,6 +113,7 @@ func (s *State) Reserve(n int) {
 // recurrent state (the KV caches only need their length). Marks stay valid
 // until a Rewind to an earlier point or Forget.
 func (s *State) Mark() Mark {
+	s.settled("Mark")
 	var sn *snapshot
 	if n := len(s.free); n > 0 {
 		sn, s.free = s.free[n-1], s.free[:n-1]
@@ -130,6 +140,7 @@ func (s *State) Rewind(m Mark) {
 	if idx < 0 || m.snap.pos != m.pos || m.pos > s.pos {
 		panic(fmt.Sprintf("model: Rewind to a stale or foreign mark (pos %d, state at %d)", m.pos, s.pos))
 	}
+	s.drop()
 	kv := s.cfg.KVHeads * s.cfg.HeadDim
 	for i := range s.layers {
 		ls := &s.layers[i]
@@ -161,6 +172,7 @@ func (s *State) Forget(m Mark) {
 // Reset returns the state to position 0 with zero DeltaNet state and empty
 // caches, releasing all marks.
 func (s *State) Reset() {
+	s.drop()
 	for i := range s.layers {
 		ls := &s.layers[i]
 		clear(ls.conv)

@@ -136,7 +136,7 @@ func TestAttendStep(t *testing.T) {
 		for _, alone := range []bool{false, true} {
 			clear(sc.att.Data)
 			sc.mode.alone = alone
-			a.attendStep(c, pos, cache, sc)
+			a.attendStep(c, pos, 0, cache, sc)
 			for i, v := range sc.att.Data {
 				if d := math.Abs(float64(v - want[i])); !(d <= 1e-5) {
 					t.Fatalf("int8 cache %v, alone %v: att[%d] = %v, attend %v", cache == l8, alone, i, v, want[i])

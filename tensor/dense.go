@@ -246,3 +246,16 @@ func (d *Dense) mulF16(dst, x *Matrix, b block) {
 		}
 	}
 }
+
+// RowsExact reports whether Mul and MulRows with T rows of x give every
+// row the bits a call with that row alone gives. That holds below the
+// GEMM path's threshold, with a tile of T rows of x small enough that no
+// column split adds partial sums, for vector kernels whose eight-row and
+// two-by-four kernels sum each dot product with the same lanes in the same
+// order, and when no group of four output rows is left after the groups
+// of eight (a lone row takes another kernel there): TestDenseRowsExact.
+// A verify block of speculative decoding multiplies its rows together
+// only then, so that each row is a decode step's.
+func (d *Dense) RowsExact(T int) bool {
+	return kern.rowsExact && d.out%8 < 4 && T < kern.gemm.minT[d.dt] && T*d.in*4 <= tileBytes
+}

@@ -13,10 +13,11 @@ import (
 
 // avx2Kernels is the kernel set for CPUs with AVX2 and FMA.
 var avx2Kernels = kernelSet{
-	name: "avx2",
-	f32:  kernels[float32]{dot1x1F32x8, dot8x1F32x8, dot4x2F32x8},
-	bf16: kernels[uint16]{dot1x1BF16x8, dot8x1BF16x8, dot4x2BF16x8},
-	gemm: &gemmAVX2,
+	name:      "avx2",
+	rowsExact: true,
+	f32:       kernels[float32]{dot1x1F32x8, dot8x1F32x8, dot4x2F32x8},
+	bf16:      kernels[uint16]{dot1x1BF16x8, dot8x1BF16x8, dot4x2BF16x8},
+	gemm:      &gemmAVX2,
 }
 
 // ldXx8 loads the 8 float32 at p[j…j+7] (x rows).

@@ -20,10 +20,11 @@ import (
 
 // avx512Kernels is the kernel set for CPUs with AVX-512 F/BW/DQ/VL.
 var avx512Kernels = kernelSet{
-	name: "avx512",
-	f32:  kernels[float32]{dot1x1F32x16, dot8x1F32x16, dot4x2F32x16},
-	bf16: kernels[uint16]{dot1x1BF16x16, dot8x1BF16x16, dot4x2BF16x16},
-	gemm: &gemmAVX512,
+	name:      "avx512",
+	rowsExact: true,
+	f32:       kernels[float32]{dot1x1F32x16, dot8x1F32x16, dot4x2F32x16},
+	bf16:      kernels[uint16]{dot1x1BF16x16, dot8x1BF16x16, dot4x2BF16x16},
+	gemm:      &gemmAVX512,
 }
 
 // ldXx16 loads the 16 float32 at p[j…j+15] (x rows).

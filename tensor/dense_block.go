@@ -17,9 +17,12 @@ type kernels[W uint16 | float32] struct {
 // through f32, see Dense.mulF16).
 type kernelSet struct {
 	name string
-	f32  kernels[float32]
-	bf16 kernels[uint16]
-	gemm *gemmKernels // prefill (gemm.go)
+	// rowsExact: d8x1 and d4x2 give each (weight row, x row) product the
+	// same bits (Dense.RowsExact; checked by TestDenseRowsExact).
+	rowsExact bool
+	f32       kernels[float32]
+	bf16      kernels[uint16]
+	gemm      *gemmKernels // prefill (gemm.go)
 }
 
 // kern is the kernel set in use: the best this CPU and build support,

@@ -347,3 +347,73 @@ func TestDenseMulRows(t *testing.T) {
 	}()
 	d.MulRows(New(1, 8), x, 4, 9)
 }
+
+// TestDenseRowsExact: where RowsExact says so, a product of T rows gives
+// each row the bits of its one-row product, with every kernel set this
+// build and CPU offer, every dtype, widths with and without a tail of
+// fewer than 16 columns, and output counts that leave the groups of eight
+// rows incomplete; and it does say so for the vector kernels at
+// forge-tiny's shapes.
+func TestDenseRowsExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	saved := kern
+	defer func() { kern = saved }()
+	for _, ks := range kernelSets() {
+		kern = ks
+		checked := 0
+		for _, dt := range []string{"f32", "bf16", "f16"} {
+			for _, in := range []int{1, 7, 16, 33, 100, 256, 1000, 3000} {
+				for _, out := range []int{1, 3, 8, 13, 40} {
+					d := randDense(r, dt, out, in)
+					for T := 2; T <= 17; T++ {
+						if !d.RowsExact(T) {
+							continue
+						}
+						checkRowsExact(t, r, ks.name+"/"+dt, d, T)
+						checked++
+					}
+				}
+			}
+		}
+		if d := randDense(r, "bf16", 768, 256); ks.rowsExact != d.RowsExact(8) || ks.rowsExact && checked < 500 {
+			t.Fatalf("%s: RowsExact(8) of a 768x256 bf16 matrix is %v, %d cases exact", ks.name, d.RowsExact(8), checked)
+		}
+	}
+}
+
+func randDense(r *rand.Rand, dt string, out, in int) *Dense {
+	w := make([]float32, out*in)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	if dt == "f32" {
+		return DenseF32(out, in, w)
+	}
+	h := make([]uint16, len(w))
+	if dt == "bf16" {
+		F32ToBF16Slice(h, w)
+		return DenseBF16(out, in, h)
+	}
+	F32ToF16Slice(h, w)
+	return DenseF16(out, in, h)
+}
+
+func checkRowsExact(t *testing.T, r *rand.Rand, name string, d *Dense, T int) {
+	t.Helper()
+	out, in := d.Dims()
+	x := New(T, in)
+	for i := range x.Data {
+		x.Data[i] = float32(r.NormFloat64())
+	}
+	y, y1 := New(T, out), New(1, out)
+	d.Mul(y, x)
+	for row := range T {
+		d.Mul(y1, FromSlice(1, in, x.Row(row)))
+		for o := range out {
+			if math.Float32bits(y1.Data[o]) != math.Float32bits(y.Row(row)[o]) {
+				t.Fatalf("%s %dx%d, T=%d: row %d output %d: %v alone, %v among %d rows",
+					name, out, in, T, row, o, y1.Data[o], y.Row(row)[o], T)
+			}
+		}
+	}
+}

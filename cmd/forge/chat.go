@@ -50,6 +50,11 @@ func (c *ChatCmd) Run(ctx context.Context) error {
 		return err
 	}
 	defer rt.Close()
+	if cfg.Draft != "" {
+		if err := rt.AttachDraft(cfg.Draft, cfg.DraftK, cfg.DraftFixed); err != nil {
+			return err
+		}
+	}
 	// Ctrl-C belongs to the chat: it stops a reply, or ends an idle chat.
 	signal.Reset(os.Interrupt)
 	sig := make(chan os.Signal, 1)

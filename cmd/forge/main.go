@@ -116,6 +116,7 @@ func defaults() kong.Vars {
 		"max_tokens":    strconv.Itoa(generate.DefaultMaxTokens),
 		"think_budget":  strconv.Itoa(generate.DefaultThinkBudget),
 		"loop_reps":     strconv.Itoa(generate.LoopReps),
+		"draft_k":       strconv.Itoa(generate.DefaultDraftK),
 		"bench_prompt":  strconv.Itoa(forge.BenchDefaultPrompt),
 		"bench_gen":     strconv.Itoa(forge.BenchDefaultGen),
 		"bench_repeat":  strconv.Itoa(forge.BenchDefaultRepeat),

@@ -38,6 +38,9 @@ type GenFlags struct {
 	LoopGuard   int      `name:"loop-guard" default:"${loop_reps}" help:"End a reply whose last tokens repeat this many times with a period of 4–256 tokens (0: off)."`
 	KV          string   `name:"kv" default:"f32" enum:"f32,int8" help:"KV cache: f32, or int8 (keys fp16, values int8 with a scale per token and head; forge eval --kv int8 measures its cost)."`
 	Act         string   `name:"act" default:"int8" enum:"f32,int8" help:"Activations times 4-bit LUT weights: int8 (decode steps quantize them in groups of 32, as llama.cpp does; forge eval --act int8 measures the cost) or f32 (exact)."`
+	Draft       string   `placeholder:"DIR" type:"existingdir" help:"A small model with the same tokenizer (checkpoint or bundle) that drafts tokens for speculative decoding: the same replies (greedy: token for token; sampled: the same distribution), fewer target steps."`
+	DraftK      int      `name:"draft-k" placeholder:"K" help:"With --draft: the most tokens drafted per target call, 1–16 (default ${draft_k}); the length adapts to the acceptance rate."`
+	DraftFixed  bool     `name:"draft-fixed" help:"With --draft: draft K tokens every round, whatever they cost (measurements)."`
 }
 
 // config maps the flags onto a forge.RunConfig (the prompt aside).
@@ -60,7 +63,18 @@ func (f *GenFlags) config() (forge.RunConfig, error) {
 	if err := s.Validate(); err != nil {
 		return forge.RunConfig{}, err
 	}
-	cfg := forge.RunConfig{Sample: s, MaxTokens: f.MaxTokens, LoopGuard: f.LoopGuard}
+	cfg := forge.RunConfig{Sample: s, MaxTokens: f.MaxTokens, LoopGuard: f.LoopGuard, Draft: f.Draft, DraftK: f.DraftK, DraftFixed: f.DraftFixed}
+	if f.DraftFixed && f.Draft == "" {
+		return forge.RunConfig{}, errors.New("--draft-fixed needs --draft")
+	}
+	if f.DraftK != 0 {
+		if f.Draft == "" {
+			return forge.RunConfig{}, errors.New("--draft-k needs --draft")
+		}
+		if err := generate.CheckDraftK(f.DraftK); err != nil {
+			return forge.RunConfig{}, fmt.Errorf("--draft-k: %w", err)
+		}
+	}
 	cfg.KV, _ = model.ParseKV(f.KV)    // kong checked the enum
 	cfg.Act, _ = model.ParseAct(f.Act) // and this one
 	if f.LoopGuard == 0 {
@@ -221,8 +235,15 @@ func summary(r *forge.RunReport) string {
 	if r.ThinkClosed {
 		think = "; thinking closed at the budget"
 	}
-	return fmt.Sprintf("forge: prompt %d tokens (%d cached), %.0f tok/s; generated %d tokens, %.1f tok/s; finish %s%s; seed %d",
-		r.PromptTokens, r.CachedTokens, r.PrefillTPS, r.Generated, r.DecodeTPS, finish, think, r.Settings.Seed)
+	draft := ""
+	if d := r.Draft; d != nil {
+		draft = fmt.Sprintf("; drafts kept %d of %d (%.0f%%), %.2f tokens per target call", d.Kept, d.Drafted, 100*d.AcceptRate, r.TokensPerCall)
+		if d.Failed != "" {
+			draft += "; the drafter failed (" + d.Failed + "), plain decoding went on"
+		}
+	}
+	return fmt.Sprintf("forge: prompt %d tokens (%d cached), %.0f tok/s; generated %d tokens, %.1f tok/s%s; finish %s%s; seed %d",
+		r.PromptTokens, r.CachedTokens, r.PrefillTPS, r.Generated, r.DecodeTPS, draft, finish, think, r.Settings.Seed)
 }
 
 // readSmall reads a user's conversation file of at most 64 MiB.

@@ -1,0 +1,285 @@
+package generate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"forge/model"
+	"forge/sample"
+	"forge/tensor"
+	"forge/tokenizer"
+)
+
+// DefaultDraftK is the most tokens a drafter proposes per target call
+// when Options.DraftK is 0 (the reference's default block of 8 rows).
+const DefaultDraftK = 7
+
+// MaxDraftK is the largest Options.DraftK.
+const MaxDraftK = 16
+
+// CheckDraft reports why draft cannot draft for target: another model
+// vocabulary, or a tokenizer that gives some id another meaning
+// (tokenizer.SameIDs names the first). The drafter reads the target's
+// ids, so only the id space must agree, not how text is split.
+func CheckDraft(target *model.Model, ttok *tokenizer.Tokenizer, draft *model.Model, dtok *tokenizer.Tokenizer) error {
+	if tv, dv := target.Config().Vocab, draft.Config().Vocab; tv != dv {
+		return fmt.Errorf("the drafter's model has %d vocabulary rows, the target's %d", dv, tv)
+	}
+	if err := ttok.SameIDs(dtok); err != nil {
+		return fmt.Errorf("the drafter's tokenizer differs from the target's: %w", err)
+	}
+	return nil
+}
+
+// CheckDraftK refuses a draft length outside 1…MaxDraftK.
+func CheckDraftK(k int) error {
+	if k < 1 || k > MaxDraftK {
+		return fmt.Errorf("draft length %d: want 1 to %d tokens", k, MaxDraftK)
+	}
+	return nil
+}
+
+// drafter is an Engine's draft model and its State. The State lags the
+// target's by the tokens in pending (committed to the reply, not yet
+// fed); a round feeds them and stacks its drafts as pending Verify rows,
+// so that a rejection costs no copy of the drafter's state either.
+type drafter struct {
+	m       *model.Model
+	s       *model.State
+	fed     []int // the tokens s has consumed
+	pending []int
+	sampler *sample.Sampler // nil when greedy
+	qs      []sample.Dist   // the distributions the round's drafts were drawn from
+	drafts  []int
+	rows    int // pending Verify rows of s this round
+	adapt   adapt
+}
+
+func newDrafter(m *model.Model, o Options) *drafter {
+	d := &drafter{m: m, s: m.NewStateKV(o.KV)}
+	d.s.SetAct(o.Act)
+	d.adapt.init(o.DraftK, o.DraftFixed)
+	return d
+}
+
+// start readies the drafter for a reply whose prompt the target has just
+// consumed: it keeps what it has fed if that is a prefix of the prompt and
+// owes the rest.
+func (d *drafter) start(prompt []int, opts sample.Options, b *sample.Breakers, vocab int) {
+	if n := len(d.fed); d.s.Pending() > 0 || n >= len(prompt) || !slices.Equal(d.fed, prompt[:n]) {
+		d.s.Reset()
+		d.fed = d.fed[:0]
+	}
+	d.pending = append(d.pending[:0], prompt[len(d.fed):]...)
+	d.sampler = nil
+	if opts.Temperature > 0 {
+		opts.Seed ^= draftSeed
+		d.sampler = sample.New(opts, b, vocab)
+	}
+	d.adapt.reset()
+}
+
+// draftSeed sets the drafter's draws apart from the target's.
+const draftSeed = 0x5bd1e9955bd1e995
+
+// propose drafts k tokens after the pending ones: it feeds them (all but
+// the last as a prefill, the last as the first Verify row) and then each
+// draft in turn as one more Verify row, drawing draft i from the
+// drafter's distribution q_i (greedy: its argmax). An error (the
+// drafter's context is full, its logits are not numbers) ends drafting
+// for the reply.
+func (d *drafter) propose(ctx context.Context, k int) error {
+	if err := d.catchUp(ctx); err != nil {
+		return err
+	}
+	d.drafts, d.rows = d.drafts[:0], 0
+	next := d.pending[0]
+	for i := range k {
+		lg, err := d.m.Verify(d.s, []int{next})
+		if err != nil {
+			return err
+		}
+		d.rows++
+		row := lg.Row(0)
+		if d.sampler == nil {
+			next = sample.Argmax(row)
+		} else {
+			ids, probs := d.sampler.Dist(row)
+			if len(d.qs) <= i {
+				d.qs = append(d.qs, sample.Dist{})
+			}
+			q := &d.qs[i]
+			q.IDs, q.Probs = append(q.IDs[:0], ids...), append(q.Probs[:0], probs...)
+			next = d.sampler.Draw(ids, probs)
+		}
+		if next < 0 {
+			return fmt.Errorf("the drafter's logits after %d tokens are not numbers", d.s.Pos()+d.s.Pending())
+		}
+		d.drafts = append(d.drafts, next)
+	}
+	return nil
+}
+
+// catchUp feeds the drafter all its pending tokens but the last by
+// prefill.
+func (d *drafter) catchUp(ctx context.Context) error {
+	n := len(d.pending)
+	if n <= 1 {
+		return nil
+	}
+	if err := d.m.Prefill(ctx, d.s, d.pending[:n-1], 0, func(int, *tensor.Matrix) error { return nil }); err != nil {
+		d.s.Reset()
+		d.fed = d.fed[:0]
+		return err
+	}
+	d.fed = append(d.fed, d.pending[:n-1]...)
+	d.pending = append(d.pending[:0], d.pending[n-1])
+	return nil
+}
+
+// settle keeps the drafter's rows for the tokens the target kept: rows
+// of the round's first used drafts (the anchor, then drafts[:used−1]) and
+// owes the token that ends the round (next, −1 when the reply ended).
+func (d *drafter) settle(used int, next int) {
+	keep := min(used, d.rows) // rows: the anchor and drafts[:k−1]
+	d.s.Commit(keep)
+	d.fed = append(d.fed, d.pending[0])
+	if keep > 1 {
+		d.fed = append(d.fed, d.drafts[:keep-1]...)
+	}
+	d.pending = d.pending[:0]
+	if used > d.rows { // every draft was kept: the last one was never fed
+		d.pending = append(d.pending, d.drafts[used-2])
+	}
+	if next >= 0 {
+		d.pending = append(d.pending, next)
+	}
+}
+
+// adapt chooses the draft length of each round from the running
+// acceptance rate and the measured costs of a round's parts:
+//
+//	tokens per round  E(k) = (1 − α^(k+1)) / (1 − α)   (each draft kept with probability α, as the
+//	                  acceptance rule keeps i.i.d. drafts; the +1 is the token the target adds)
+//	cost of a round   C(k) = k·c_draft + c_step + k·c_row
+//
+// where c_step is one plain decode step of the target, c_row what each
+// more row adds to a verify block and c_draft one drafter step, all
+// running means of measured times (a reply first times two plain steps,
+// then two rounds of adaptMeasure drafts). The round's k maximizes
+// E(k)/C(k). When even the best k makes fewer tokens per second than
+// plain decoding (1/c_step), adapt runs plain decode steps for adaptPlain
+// tokens, then one round again to refresh α, so that a collapsed
+// acceptance costs one probe round in adaptPlain tokens; when drafting
+// could not pay even if every draft were kept (α = 1: the verify rows and
+// the drafter cost more than the steps they save), it stops drafting for
+// the reply.
+type adapt struct {
+	maxK        int
+	fixed       bool    // every round drafts maxK tokens (Options.DraftFixed)
+	acc, tries  float64 // decayed counts of kept drafts and of drafts decided
+	step, row   float64 // seconds: plain step, each more verify row (running means; 0 unknown)
+	draft       float64 // seconds per drafter step
+	plainUntil  int     // reply length until which decode runs plain steps (−1: to the end)
+	probe       bool    // the next round after plainUntil probes the acceptance again
+	plainProbes int     // plain steps timed so far
+	rounds      int     // rounds timed so far
+}
+
+const (
+	adaptDecay   = 0.9 // weight of the past in the acceptance counts, per round
+	adaptAvg     = 0.2 // weight of a new time in the running means
+	adaptPlain   = 32  // plain steps between probe rounds once drafting does not pay
+	adaptMeasure = 3   // drafts per measuring round
+)
+
+func (a *adapt) init(maxK int, fixed bool) { a.maxK, a.fixed = maxK, fixed }
+
+// reset starts a reply: the acceptance rate starts again from its prior,
+// the measured times carry over.
+func (a *adapt) reset() {
+	a.acc, a.tries = 1, 2 // a prior of α = 0.5 worth two drafts
+	a.plainUntil, a.probe = 0, false
+}
+
+// rate returns the running acceptance rate α.
+func (a *adapt) rate() float64 { return a.acc / a.tries }
+
+// next returns the draft length of the round at reply length n (0: a
+// plain step).
+func (a *adapt) next(n int) int {
+	switch {
+	case a.fixed:
+		return a.maxK
+	case a.plainUntil < 0 || n < a.plainUntil:
+		return 0
+	case a.plainProbes < 2: // time a plain step (the second: the first may be cold)
+		return 0
+	case a.rounds < 2: // time the drafter and the verify rows (the first round may be cold)
+		return min(adaptMeasure, a.maxK)
+	}
+	if _, r := a.best(1); r*a.step < 1 {
+		a.plainUntil = -1 // drafting cannot pay on this machine
+		return 0
+	}
+	k, r := a.best(min(a.rate(), 0.999))
+	if r*a.step < 1 && !a.probe {
+		a.plainUntil, a.probe = n+adaptPlain, true
+		return 0
+	}
+	a.probe = false
+	return k
+}
+
+// best returns the k that maximizes E(k)/C(k) at acceptance rate alpha,
+// and that rate in tokens per second.
+func (a *adapt) best(alpha float64) (int, float64) {
+	best, bestK := 0.0, 1
+	for k := 1; k <= a.maxK; k++ {
+		e := float64(k + 1)
+		if alpha < 1 {
+			e = (1 - math.Pow(alpha, float64(k+1))) / (1 - alpha)
+		}
+		if r := e / (float64(k)*a.draft + a.step + float64(k)*a.row); r > best {
+			best, bestK = r, k
+		}
+	}
+	return bestK, best
+}
+
+// plainStep records the time of a plain decode step.
+func (a *adapt) plainStep(d time.Duration) {
+	a.plainProbes++
+	if a.plainProbes == 1 {
+		return // cold
+	}
+	a.step = mean(a.step, d.Seconds())
+}
+
+// round records a round of k drafts of which kept were kept, and the
+// times of its drafting and its verify block.
+func (a *adapt) round(k, kept int, draft, verify time.Duration) {
+	decided := float64(kept)
+	if kept < k {
+		decided++
+	}
+	a.acc = adaptDecay*a.acc + float64(kept)
+	a.tries = adaptDecay*a.tries + decided
+	if a.rounds++; a.rounds == 1 {
+		return // cold
+	}
+	a.draft = mean(a.draft, draft.Seconds()/float64(k))
+	if a.step > 0 {
+		a.row = mean(a.row, max(verify.Seconds()-a.step, 0)/float64(k))
+	}
+}
+
+func mean(old, v float64) float64 {
+	if old == 0 {
+		return v
+	}
+	return old + adaptAvg*(v-old)
+}

@@ -1,0 +1,222 @@
+package generate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"forge/checkpoint"
+	"forge/internal/tinylut"
+	"forge/model"
+	"forge/sample"
+	"forge/source"
+	"forge/tokenizer"
+)
+
+// synthPair writes a small random model with forge-tiny's vocabulary
+// (hidden 32, one DeltaNet and one attention layer) and returns it as the
+// target and, rounded to LUT2, as its drafter: the drafter's distribution
+// differs enough from the target's that drafts are both kept and
+// rejected, and a step costs tens of microseconds, so that thousands of
+// replies fit in a test.
+func synthPair(t *testing.T) (target, draft *model.Model, tok *tokenizer.Tokenizer) {
+	t.Helper()
+	src := filepath.Join("..", "models", "forge-tiny-draft")
+	data, err := os.ReadFile(filepath.Join(src, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	tc := cfg["text_config"].(map[string]any)
+	for k, v := range map[string]any{
+		"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2, "num_key_value_heads": 1,
+		"head_dim": 16, "linear_num_key_heads": 1, "linear_num_value_heads": 2, "linear_key_head_dim": 16,
+		"linear_value_head_dim": 16,
+	} {
+		tc[k] = v
+	}
+	if data, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "synth")
+	if err := checkpoint.Synth(context.Background(), data, dir, checkpoint.SynthOptions{Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target, sc, err := source.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	if draft, err = tinylut.LoadFormat(dir, "LUT2 per-tensor + pcs"); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err = tokenizer.Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	return target, draft, tok
+}
+
+// replies samples n replies of up to L tokens, seeds seed0…, and returns
+// per position the token (−1: the reply had ended) of each.
+func replies(t *testing.T, e *Engine, req Request, n, L int, seed0 uint64) [][]int {
+	out := make([][]int, n)
+	for i := range out {
+		req.Sample.Seed = seed0 + uint64(i)
+		res, err := e.Generate(context.Background(), req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := make([]int, L)
+		for p := range row {
+			row[p] = -1
+			if p < len(res.Tokens) {
+				row[p] = res.Tokens[p]
+			} else if p == len(res.Tokens) && res.StopToken >= 0 {
+				row[p] = res.StopToken // the stop token is a outcome of its own
+			}
+		}
+		out[i] = row
+	}
+	return out
+}
+
+// tvStats returns the total-variation distance between the empirical
+// distributions of key over samples a and b, and the number of categories
+// seen in either.
+func tvStats(a, b [][]int, key func(r []int) string) (tv float64, cats int) {
+	ca, cb := map[string]float64{}, map[string]float64{}
+	for _, r := range a {
+		ca[key(r)]++
+	}
+	for _, r := range b {
+		cb[key(r)]++
+	}
+	all := map[string]bool{}
+	for k := range ca {
+		all[k] = true
+	}
+	for k := range cb {
+		all[k] = true
+	}
+	for k := range all {
+		tv += math.Abs(ca[k]/float64(len(a)) - cb[k]/float64(len(b)))
+	}
+	return tv / 2, len(all)
+}
+
+// tvBound is the distance two samples of n draws each from one
+// distribution over k categories stay under with probability 1 − δ:
+// E[TV] ≤ ½·Σ_k √(2p_k(1−p_k)/n) ≤ ½·√(2k/n) (Cauchy–Schwarz), and one
+// draw moves TV by at most 1/n, so McDiarmid's inequality over the 2n
+// draws gives P(TV ≥ E[TV] + t) ≤ exp(−n·t²), t = √(ln(1/δ)/n).
+func tvBound(n, k int, delta float64) float64 {
+	return 0.5*math.Sqrt(2*float64(k)/float64(n)) + math.Sqrt(math.Log(1/delta)/float64(n))
+}
+
+// TestDraftSamplingIsExact: replies sampled with a drafter follow the
+// distribution of plain sampling. On a small random target drafted by its
+// LUT2 rounding, with top-k, presence, DRY and a stop token active, 2,000
+// replies of 4 tokens each way: at every position and for every pair of
+// adjacent positions, the total-variation distance between drafted and
+// plain replies is within tvBound at δ = 1e-6 per comparison (so a
+// correct implementation fails with probability < 1e-5 over the 7
+// comparisons), as is that between two plain runs with other seeds. The
+// test can tell distributions apart: replies sampled from the drafter
+// alone (what drafts kept without checking would give) are farther from
+// plain ones than the bound at some position. Drafts must be both kept
+// and rejected.
+func TestDraftSamplingIsExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the rule does not depend on the kernels; the full (pure-Go) run of the suite checks it")
+	}
+	target, draft, tok := synthPair(t)
+	const n, L, delta = 2000, 4, 1e-6
+	prompt := mustPrompt(t, tok, "func main() {\n\t")
+	opts := sample.Options{Temperature: 1, TopK: 6, Presence: 0.4, DRY: sample.DRY{Multiplier: 0.6, Allowed: 1}}
+	req := Request{Prompt: prompt, MaxTokens: L, LoopGuard: -1, Sample: opts}
+
+	// The stop token: the most frequent second token of a pilot run.
+	pilot := replies(t, New(target, tok, Options{}), req, 300, L, 1<<40)
+	count := map[int]int{}
+	for _, r := range pilot {
+		count[r[1]]++
+	}
+	stop, best := -1, 0
+	for id, c := range count {
+		if id >= 0 && c > best {
+			stop, best = id, c
+		}
+	}
+	req.StopTokens = []int{stop}
+
+	plain := replies(t, New(target, tok, Options{}), req, n, L, 0)
+	plain2 := replies(t, New(target, tok, Options{}), req, n, L, 1<<32)
+	e := New(target, tok, Options{Draft: draft, DraftK: 3, DraftFixed: true})
+	drafted := make([][]int, 0, n)
+	var kept, drafts int
+	for i := range n {
+		req.Sample.Seed = 2<<32 + uint64(i)
+		res, err := e.Generate(context.Background(), req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept += res.Metrics.Kept
+		drafts += res.Metrics.Drafted
+		row := make([]int, L)
+		for p := range row {
+			row[p] = -1
+			if p < len(res.Tokens) {
+				row[p] = res.Tokens[p]
+			} else if p == len(res.Tokens) && res.StopToken >= 0 {
+				row[p] = res.StopToken
+			}
+		}
+		drafted = append(drafted, row)
+	}
+	req.StopTokens = []int{stop}
+	alone := replies(t, New(draft, tok, Options{}), req, n, L, 3<<32)
+	if kept == 0 || kept == drafts {
+		t.Fatalf("kept %d of %d drafts: both outcomes must occur", kept, drafts)
+	}
+	t.Logf("stop token %d; kept %d of %d drafts (%.0f%%)", stop, kept, drafts, 100*float64(kept)/float64(drafts))
+
+	apart := false
+	for p := range 2*L - 1 {
+		key, name := func(r []int) string { return fmt.Sprint(r[p]) }, fmt.Sprintf("position %d", p)
+		if p >= L {
+			q := p - L
+			key, name = func(r []int) string { return fmt.Sprint(r[q], r[q+1]) }, fmt.Sprintf("pair %d,%d", q, q+1)
+		}
+		tv, k := tvStats(drafted, plain, key)
+		tv2, k2 := tvStats(plain2, plain, key)
+		tvq, kq := tvStats(alone, plain, key)
+		bound := tvBound(n, max(k, k2), delta)
+		t.Logf("%s: TV(drafted, plain) %.4f, TV(plain, plain) %.4f, TV(drafter alone, plain) %.4f, bound %.4f (%d categories)",
+			name, tv, tv2, tvq, bound, max(k, k2))
+		if tv > bound || tv2 > bound {
+			t.Errorf("%s: TV %.4f (plain vs plain %.4f) beyond the bound %.4f", name, tv, tv2, bound)
+		}
+		if tvq > tvBound(n, kq, delta) {
+			apart = true
+		}
+	}
+	if !apart {
+		t.Errorf("the drafter's own replies are within the bound of the target's everywhere: the test cannot tell them apart")
+	}
+}

@@ -1,0 +1,272 @@
+package generate
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"forge/internal/tinylut"
+	"forge/model"
+	"forge/source"
+	"forge/tokenizer"
+)
+
+var (
+	draftOnce sync.Once
+	draftM    *model.Model
+	draftTok  *tokenizer.Tokenizer
+	draftErr  error
+)
+
+// tinyDraft loads the bundled forge-tiny-draft checkpoint and tokenizer once.
+func tinyDraft(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
+	draftOnce.Do(func() {
+		dir := filepath.Join("..", "models", "forge-tiny-draft")
+		draftM, _, draftErr = source.Load(dir)
+		if draftErr == nil {
+			draftTok, draftErr = tokenizer.Load(dir)
+		}
+	})
+	if draftErr != nil {
+		t.Fatal(draftErr)
+	}
+	return draftM, draftTok
+}
+
+// codePrompt is the first lines of the held-out Go code.
+func codePrompt(t *testing.T, tok *tokenizer.Tokenizer, lines int) []int {
+	data, err := os.ReadFile(filepath.Join("..", "data", "code-heldout.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.SplitAfter(string(data), "\n")[:lines], "")
+	return mustPrompt(t, tok, text)
+}
+
+func generate(t *testing.T, e *Engine, req Request) Result {
+	t.Helper()
+	var streamed strings.Builder
+	res, err := e.Generate(context.Background(), req, func(s string) error { streamed.WriteString(s); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if streamed.String() != res.Text {
+		t.Fatalf("streamed text differs from the result's")
+	}
+	return res
+}
+
+// TestDraftGreedyIsPlain: greedy replies with a drafter are plain
+// decoding's token for token — 400 tokens of code from forge-tiny (bf16,
+// and LUT4 with int8 activations) drafted by forge-tiny-draft, with the
+// draft length adapting and fixed at 1, 4 and 16 — with the same text and
+// finish, and the drafter saves target calls (fixed k = 4: fewer calls
+// than tokens). The metrics add up: every round is in the histogram, kept
+// ≤ drafted.
+func TestDraftGreedyIsPlain(t *testing.T) {
+	dm, dtok := tinyDraft(t)
+	m, tok := tiny(t)
+	if err := CheckDraft(m, tok, dm, dtok); err != nil {
+		t.Fatal(err)
+	}
+	lut4, err := tinylut.Load(filepath.Join("..", "models", "forge-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := codePrompt(t, tok, 20)
+	req := Request{Prompt: prompt, MaxTokens: 400, LoopGuard: -1}
+	for _, target := range []struct {
+		name string
+		m    *model.Model
+		act  model.Act
+	}{{"bf16", m, model.ActFloat32}, {"lut4-int8", lut4, model.ActInt8}} {
+		plain := generate(t, New(target.m, tok, Options{Act: target.act}), req)
+		if len(plain.Tokens) < 100 {
+			t.Fatalf("%s: plain reply of %d tokens only", target.name, len(plain.Tokens))
+		}
+		for _, o := range []Options{
+			{Draft: dm},
+			{Draft: dm, DraftK: 1, DraftFixed: true},
+			{Draft: dm, DraftK: 4, DraftFixed: true},
+			{Draft: dm, DraftK: 16, DraftFixed: true},
+		} {
+			o.Act = target.act
+			res := generate(t, New(target.m, tok, o), req)
+			name := target.name + "/k=" + itoa(o.DraftK)
+			if !slices.Equal(res.Tokens, plain.Tokens) || res.Text != plain.Text || res.Finish != plain.Finish {
+				t.Fatalf("%s: the drafted reply differs from plain decoding's (%d tokens, first difference at %d)",
+					name, len(res.Tokens), firstDiff(res.Tokens, plain.Tokens))
+			}
+			mt := res.Metrics
+			rounds := 0
+			for _, n := range mt.AcceptHist {
+				rounds += n
+			}
+			if mt.Kept > mt.Drafted || mt.TargetCalls < rounds || mt.DraftFailed != "" {
+				t.Fatalf("%s: metrics %+v", name, mt)
+			}
+			if o.DraftK == 4 && mt.TargetCalls >= len(res.Tokens) {
+				t.Fatalf("%s: %d target calls for %d tokens", name, mt.TargetCalls, len(res.Tokens))
+			}
+			t.Logf("%s: %d tokens, %d target calls, kept %d of %d drafts, histogram %v",
+				name, len(res.Tokens), mt.TargetCalls, mt.Kept, mt.Drafted, mt.AcceptHist)
+		}
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func firstDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// TestDraftEndings: with a drafter, a stop string, a stop token, the
+// thinking budget and the token limit end greedy replies exactly where
+// plain decoding ends them (a draft block never runs past them), and the
+// engine's next reply (the same conversation continued) is plain
+// decoding's too.
+func TestDraftEndings(t *testing.T) {
+	dm, _ := tinyDraft(t)
+	m, tok := tiny(t)
+	prompt := codePrompt(t, tok, 12)
+	plain := generate(t, New(m, tok, Options{}), Request{Prompt: prompt, MaxTokens: 120, LoopGuard: -1})
+	text := plain.Text
+	// A stop string and a stop token from the middle of the plain reply.
+	stop := strings.TrimSpace(text[len(text)/2:])[:4]
+	stopTok := plain.Tokens[len(plain.Tokens)*2/3]
+	think := mustPrompt(t, tok, "<think>\nLet me think about the code.\n")
+	reqs := map[string]Request{
+		"stop string": {Prompt: prompt, MaxTokens: 120, LoopGuard: -1, Stop: []string{stop}},
+		"stop token":  {Prompt: prompt, MaxTokens: 120, LoopGuard: -1, StopTokens: []int{stopTok}},
+		"max tokens":  {Prompt: prompt, MaxTokens: 37, LoopGuard: -1},
+		"think":       {Prompt: think, MaxTokens: 80, LoopGuard: -1, ThinkBudget: 5},
+	}
+	for name, req := range reqs {
+		want := generate(t, New(m, tok, Options{}), req)
+		e := New(m, tok, Options{Draft: dm, DraftK: 5, DraftFixed: true})
+		got := generate(t, e, req)
+		if !slices.Equal(got.Tokens, want.Tokens) || got.Text != want.Text || got.Finish != want.Finish ||
+			got.StopToken != want.StopToken || got.Metrics.ThinkInjected != want.Metrics.ThinkInjected {
+			t.Fatalf("%s: drafted %q (%s), plain %q (%s)", name, got.Text, got.Finish, want.Text, want.Finish)
+		}
+		// The conversation goes on from the engine's state.
+		next := append(append(slices.Clone(req.Prompt), got.Tokens...), mustPrompt(t, tok, "\n// more\n")...)
+		req2 := Request{Prompt: next, MaxTokens: 30, LoopGuard: -1}
+		got2 := generate(t, e, req2)
+		want2 := generate(t, New(m, tok, Options{}), req2)
+		if !slices.Equal(got2.Tokens, want2.Tokens) {
+			t.Fatalf("%s: the next reply differs from plain decoding's", name)
+		}
+	}
+	if _, ok := reqs["think"]; ok {
+		res := generate(t, New(m, tok, Options{Draft: dm}), reqs["think"])
+		if !res.Metrics.ThinkInjected {
+			t.Fatalf("the thinking budget did not close the thinking: %q", res.Text)
+		}
+	}
+}
+
+// TestDraftFailure: a drafter whose context is shorter than the reply
+// fails mid-reply; the reply goes on by plain decoding, equal to plain
+// decoding's, and the metrics say why drafting stopped.
+func TestDraftFailure(t *testing.T) {
+	m, tok := tiny(t)
+	prompt := codePrompt(t, tok, 8)
+	dir := t.TempDir()
+	src := filepath.Join("..", "models", "forge-tiny-draft")
+	for _, f := range []string{"model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+		data, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cfg map[string]any
+	data, _ := os.ReadFile(filepath.Join(src, "config.json"))
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["text_config"].(map[string]any)["max_position_embeddings"] = len(prompt) + 40
+	data, _ = json.Marshal(cfg)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	short, sc, err := source.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	req := Request{Prompt: prompt, MaxTokens: 150, LoopGuard: -1}
+	want := generate(t, New(m, tok, Options{}), req)
+	got := generate(t, New(m, tok, Options{Draft: short, DraftK: 4, DraftFixed: true}), req)
+	if !slices.Equal(got.Tokens, want.Tokens) {
+		t.Fatalf("the reply after the drafter failed differs from plain decoding's")
+	}
+	if mt := got.Metrics; !strings.Contains(mt.DraftFailed, "context") || mt.Drafted == 0 {
+		t.Fatalf("drafting did not fail on the context, or never ran: %+v", mt)
+	}
+}
+
+// TestCheckDraft: a drafter whose tokenizer gives an id another token is
+// refused, naming the id; so are another vocabulary size and a draft
+// length outside 1…16.
+func TestCheckDraft(t *testing.T) {
+	m, tok := tiny(t)
+	dm, _ := tinyDraft(t)
+	dir := t.TempDir()
+	src := filepath.Join("..", "models", "forge-tiny-draft")
+	data, err := os.ReadFile(filepath.Join(src, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Swap the ids of two vocabulary entries.
+	swapped := strings.NewReplacer(`"de": 300`, `"de": 301`, `"Ġ=": 301`, `"Ġ=": 300`).Replace(string(data))
+	if swapped == string(data) {
+		t.Fatal("the vocabulary entries to swap were not found")
+	}
+	data = []byte(swapped)
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"tokenizer_config.json", "generation_config.json"} {
+		cfg, _ := os.ReadFile(filepath.Join(src, f))
+		if err := os.WriteFile(filepath.Join(dir, f), cfg, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckDraft(m, tok, dm, other)
+	if err == nil || !strings.Contains(err.Error(), "token 300") {
+		t.Fatalf("a tokenizer with two ids swapped: %v", err)
+	}
+	if other.Fingerprint() == tok.Fingerprint() {
+		t.Fatal("the fingerprints of different id spaces agree")
+	}
+	_, dtok := tinyDraft(t)
+	if dtok.Fingerprint() != tok.Fingerprint() {
+		t.Fatal("forge-tiny and its drafter have different tokenizer fingerprints")
+	}
+	for _, k := range []int{0, -1, 17} {
+		if CheckDraftK(k) == nil {
+			t.Errorf("draft length %d accepted", k)
+		}
+	}
+}

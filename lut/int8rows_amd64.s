@@ -1,0 +1,235 @@
+//go:build goexperiment.simd
+
+#include "textflag.h"
+#include "reduce_amd64.h"
+
+// The int8-activation kernel for several rows of x (a verify block of
+// speculative decoding, or decode steps of several sequences): each step
+// of 64 bytes of an index row is looked up once (two VPERMB, as in
+// lut4I8) and multiplied by the same step of every row of x (VPDPBUSD),
+// so the weights are read once for up to eight rows. x and its scales
+// come interleaved by step (int8act_rows.go): step s of row t at
+// xq + (s·T + t)·128, the scales of block b of row t at
+// ds + (b·T + t)·64. Row t's int32 lanes go to Z8+t, its float32 lanes
+// to Z0+t; integer sums are exact, and the float32 steps are lut4I8's
+// in the same order (FOLD per block, TREE8 per group of eight index
+// rows), so every row gets lut4I8's bits.
+
+#define int8Ahead 4096
+
+#define FOLD(acc, f) \
+	VCVTDQ2PS acc, acc; \
+	VMULPS Z27, acc, acc; \
+	VADDPS acc, f, f
+
+// DOT adds the looked-up step (Z18 low nibbles, Z19 high) times row t of
+// x at R14 to acc.
+#define DOT(off, acc) \
+	VPDPBUSD off(R14), Z18, acc; \
+	VPDPBUSD off+64(R14), Z19, acc
+
+// GROUPT sums x row t's staged lanes of the group's eight index rows
+// (frame t·512 …) by TREE8 and stores them at R13, then moves R13 on by
+// the output row stride R11.
+#define GROUPT(t) \
+	VMOVUPS (t*512)(SP), Z0; \
+	VMOVUPS (t*512+64)(SP), Z1; \
+	VMOVUPS (t*512+128)(SP), Z2; \
+	VMOVUPS (t*512+192)(SP), Z3; \
+	VMOVUPS (t*512+256)(SP), Z4; \
+	VMOVUPS (t*512+320)(SP), Z5; \
+	VMOVUPS (t*512+384)(SP), Z6; \
+	VMOVUPS (t*512+448)(SP), Z7; \
+	TREE8; \
+	VMOVUPS Y0, (R13); \
+	ADDQ R11, R13
+
+// func lut4I8T(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, rows int, groups int, h *float32, hstride int)
+//
+// For groups consecutive groups of eight index rows from w (each 64·steps
+// bytes, one table) and rows (1…8) rows of x, h[t·hstride + k] = Σ d·S
+// of index row k and x row t (int8RowGo's value, bit for bit).
+TEXT ·lut4I8T(SB), 0, $4096-72
+	MOVQ tab+0(FP), AX
+	VMOVDQU64 (AX), Z26
+	MOVQ w+8(FP), SI
+	MOVQ steps+16(FP), CX
+	MOVQ xq+24(FP), DI
+	MOVQ ds+32(FP), R10
+	MOVQ rows+40(FP), BX
+	MOVQ groups+48(FP), R12
+	MOVQ hstride+64(FP), R11
+	SHLQ $2, R11
+	MOVQ BX, R15
+	SHLQ $7, R15 // x bytes per step: T·128
+	MOVQ BX, R8
+	SHLQ $6, R8 // scale bytes per block: T·64
+	TESTQ R12, R12
+	JLE tdone
+	TESTQ CX, CX
+	JLE tdone
+	CMPQ BX, $1
+	JLT tdone
+	CMPQ BX, $8
+	JGT tdone
+
+tgroup:
+	XORQ R9, R9
+
+trow:
+	MOVQ DI, R14
+	MOVQ R10, R13
+	MOVQ CX, AX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+tblock:
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+tstep:
+	VMOVDQU64 (SI), Z18
+	PREFETCHT1 int8Ahead(SI)
+	VPSRLW $4, Z18, Z19
+	VPERMB Z26, Z18, Z18
+	VPERMB Z26, Z19, Z19
+	CMPQ BX, $8
+	JNE tpart
+	// Eight rows (a verify block of seven drafts): no tests between them.
+	DOT(0, Z8)
+	DOT(128, Z9)
+	DOT(256, Z10)
+	DOT(384, Z11)
+	DOT(512, Z12)
+	DOT(640, Z13)
+	DOT(768, Z14)
+	DOT(896, Z15)
+	JMP tstepped
+
+tpart:
+	DOT(0, Z8)
+	CMPQ BX, $1
+	JEQ tstepped
+	DOT(128, Z9)
+	CMPQ BX, $2
+	JEQ tstepped
+	DOT(256, Z10)
+	CMPQ BX, $3
+	JEQ tstepped
+	DOT(384, Z11)
+	CMPQ BX, $4
+	JEQ tstepped
+	DOT(512, Z12)
+	CMPQ BX, $5
+	JEQ tstepped
+	DOT(640, Z13)
+	CMPQ BX, $6
+	JEQ tstepped
+	DOT(768, Z14)
+	CMPQ BX, $7
+	JEQ tstepped
+	DOT(896, Z15)
+
+tstepped:
+	ADDQ $64, SI
+	ADDQ R15, R14
+	DECQ AX
+	JZ tfold
+	MOVQ CX, DX
+	SUBQ AX, DX
+	TESTQ $3, DX // a block is four steps
+	JNZ tstep
+
+tfold:
+	VMOVUPS (R13), Z27
+	FOLD(Z8, Z0)
+	CMPQ BX, $1
+	JEQ tfolded
+	VMOVUPS 64(R13), Z27
+	FOLD(Z9, Z1)
+	CMPQ BX, $2
+	JEQ tfolded
+	VMOVUPS 128(R13), Z27
+	FOLD(Z10, Z2)
+	CMPQ BX, $3
+	JEQ tfolded
+	VMOVUPS 192(R13), Z27
+	FOLD(Z11, Z3)
+	CMPQ BX, $4
+	JEQ tfolded
+	VMOVUPS 256(R13), Z27
+	FOLD(Z12, Z4)
+	CMPQ BX, $5
+	JEQ tfolded
+	VMOVUPS 320(R13), Z27
+	FOLD(Z13, Z5)
+	CMPQ BX, $6
+	JEQ tfolded
+	VMOVUPS 384(R13), Z27
+	FOLD(Z14, Z6)
+	CMPQ BX, $7
+	JEQ tfolded
+	VMOVUPS 448(R13), Z27
+	FOLD(Z15, Z7)
+
+tfolded:
+	ADDQ R8, R13
+	TESTQ AX, AX
+	JNZ tblock
+	// Stage this index row's lanes of every x row: frame t·512 + r·64.
+	VMOVUPS Z0, 0(SP)(R9*1)
+	VMOVUPS Z1, 512(SP)(R9*1)
+	VMOVUPS Z2, 1024(SP)(R9*1)
+	VMOVUPS Z3, 1536(SP)(R9*1)
+	VMOVUPS Z4, 2048(SP)(R9*1)
+	VMOVUPS Z5, 2560(SP)(R9*1)
+	VMOVUPS Z6, 3072(SP)(R9*1)
+	VMOVUPS Z7, 3584(SP)(R9*1)
+	ADDQ $64, R9
+	CMPQ R9, $512
+	JLT trow
+
+	MOVQ h+56(FP), R13
+	GROUPT(0)
+	CMPQ BX, $1
+	JEQ tsummed
+	GROUPT(1)
+	CMPQ BX, $2
+	JEQ tsummed
+	GROUPT(2)
+	CMPQ BX, $3
+	JEQ tsummed
+	GROUPT(3)
+	CMPQ BX, $4
+	JEQ tsummed
+	GROUPT(4)
+	CMPQ BX, $5
+	JEQ tsummed
+	GROUPT(5)
+	CMPQ BX, $6
+	JEQ tsummed
+	GROUPT(6)
+	CMPQ BX, $7
+	JEQ tsummed
+	GROUPT(7)
+
+tsummed:
+	ADDQ $32, h+56(FP)
+	DECQ R12
+	JNZ tgroup
+
+tdone:
+	VZEROUPPER
+	RET

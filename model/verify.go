@@ -1,0 +1,179 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"forge/tensor"
+)
+
+// A verify block (speculative decoding, docs/architecture.md): the target
+// model runs an anchor token and k drafted tokens as T = k+1 decode steps
+// in one forward, and keeps only the rows the sampler accepts.
+//
+// Every row is computed exactly as a decode step at its position computes
+// it — the same kernels on the same values in the same order — so the
+// block's logits are the single steps' logits bit for bit, and a
+// committed prefix leaves the State as those steps would (tests:
+// verify_test.go). What the block shares is the weights: a stage of
+// products reads each weight once for all T rows (it walks the output rows
+// in pieces small enough to stay in cache while every row of x meets
+// them), and the rows share one pass of hand-offs to the worker pool.
+//
+// Rejected rows never reach the State. The KV caches take all T rows
+// (row t attends to the rows before it) and Commit truncates them; each
+// DeltaNet layer runs its rows on working copies of its conv and
+// recurrent state, made once per block (one read and one write of the
+// state, what a single decode step costs), and keeps the rows' inputs.
+// Commit(n) then either takes the working copies as they are (n = every
+// pending row: no work at all) or replays the n accepted rows' recurrent
+// steps onto the committed state (n steps of the rule, no products, no
+// attention). Copying the whole state per row, the alternative the
+// reference's per-row snapshots take, would cost T reads and writes of it.
+
+// Verify runs tokens through s as len(tokens) decode steps would, at
+// positions s.Pos()+Pending()…, and returns their logits [T, vocab]
+// (owned by s, valid until its next call). The rows stay pending: s.Pos()
+// does not move until Commit, and further Verify calls stack more
+// pending rows after them (a drafter proposing one token at a time). A
+// pending State can only Verify, Commit, Reset or Rewind; anything else
+// panics. Tokens outside the vocabulary or beyond the context are an
+// error before anything runs.
+func (m *Model) Verify(s *State, tokens []int) (*tensor.Matrix, error) {
+	if err := m.checkRun(s.pos+s.pend, tokens); err != nil {
+		return nil, err
+	}
+	if len(tokens) == 0 {
+		return nil, errors.New("verify: no tokens")
+	}
+	if s.pend == 0 {
+		for i := range s.layers {
+			if ls := &s.layers[i]; ls.rec != nil {
+				ls.wconv = append(ls.wconv[:0], ls.conv...)
+				ls.wrec = append(ls.wrec[:0], ls.rec...)
+			}
+		}
+	}
+	s.verify = true
+	defer func() { s.verify = false }()
+	return m.forward(context.Background(), s, tokens, false)
+}
+
+// Pending returns the rows Verify has run that are not yet committed.
+func (s *State) Pending() int { return s.pend }
+
+// Commit keeps the first n pending rows of the Verify calls since the
+// last Commit and drops the others: afterwards s is exactly the State
+// that n decode steps of those tokens would have left, at s.Pos()+n. It
+// panics unless 0 ≤ n ≤ Pending().
+func (s *State) Commit(n int) {
+	if n < 0 || n > s.pend {
+		panic(fmt.Sprintf("model: Commit(%d) of %d pending rows", n, s.pend))
+	}
+	if n > 0 {
+		for i := range s.layers {
+			ls := &s.layers[i]
+			if ls.rec == nil {
+				continue
+			}
+			if n == s.pend {
+				ls.conv, ls.wconv = ls.wconv, ls.conv
+				ls.rec, ls.wrec = ls.wrec, ls.rec
+				continue
+			}
+			s.replay(ls, n)
+		}
+	}
+	s.pos += n
+	s.drop()
+}
+
+// replay runs the first n pending rows' recurrent steps on ls's committed
+// state and moves its conv window on by their raw rows.
+func (s *State) replay(ls *layerState, n int) {
+	c := s.cfg
+	cd, hv, dk, dv, kt := c.ConvDim(), c.ValueHeads, c.KeyDim, c.ValueDim, c.KeyTotal()
+	if len(s.sc.rw) < 2*dv {
+		s.sc.rw = make([]float32, 2*dv)
+	}
+	o, w := s.sc.rw[:dv], s.sc.rw[dv:2*dv] // the outputs are not kept
+	for t := range n {
+		row := ls.pxc[t*cd : (t+1)*cd]
+		for h := range hv {
+			kh := h / (hv / c.KeyHeads)
+			deltaStep(ls.rec[h*dk*dv:(h+1)*dk*dv], row[kh*dk:(kh+1)*dk], row[kt+kh*dk:kt+(kh+1)*dk],
+				row[2*kt+h*dv:2*kt+(h+1)*dv], ls.pg[t*hv+h], ls.pb[t*hv+h], o, w)
+		}
+	}
+	shiftConv(ls.conv, tensor.FromSlice(n, cd, ls.px0[:n*cd]), c.ConvKernel)
+}
+
+// shiftConv moves a conv window hist ([K−1][convDim], oldest first) on by
+// the raw rows X: it becomes the last K−1 rows of [hist ‖ X].
+func shiftConv(hist []float32, X *tensor.Matrix, K int) {
+	T, cd := X.Rows, X.Cols
+	if T >= K-1 {
+		copy(hist, X.Data[(T-(K-1))*cd:T*cd])
+		return
+	}
+	copy(hist, hist[T*cd:])
+	copy(hist[(K-1-T)*cd:], X.Data[:T*cd])
+}
+
+// drop forgets the pending rows: the KV caches go back to s.pos rows and
+// the DeltaNet layers' pending inputs are cleared (the committed state was
+// never touched).
+func (s *State) drop() {
+	if s.pend == 0 {
+		return
+	}
+	kv := s.cfg.KVHeads * s.cfg.HeadDim
+	for i := range s.layers {
+		ls := &s.layers[i]
+		switch {
+		case ls.rec != nil:
+			ls.px0, ls.pxc, ls.pg, ls.pb = ls.px0[:0], ls.pxc[:0], ls.pg[:0], ls.pb[:0]
+		case s.kv == KVInt8:
+			ls.q.truncate(s.pos, s.cfg.KVHeads, s.cfg.HeadDim)
+		default:
+			ls.k, ls.v = ls.k[:s.pos*kv], ls.v[:s.pos*kv]
+		}
+	}
+	s.pend = 0
+}
+
+// settled panics when s has pending rows: what would be saved or run on
+// is not a State any decode steps reached.
+func (s *State) settled(op string) {
+	if s.pend > 0 {
+		panic(fmt.Sprintf("model: %s of a State with %d pending verify rows (Commit first)", op, s.pend))
+	}
+}
+
+// keepPending records a verify block's DeltaNet inputs for Commit.
+func (s *State) keepPending(ls *layerState) {
+	sc := &s.sc
+	ls.px0 = append(ls.px0, sc.x0.Data...)
+	ls.pxc = append(ls.pxc, sc.xc.Data...)
+	ls.pg = append(ls.pg, sc.ga.Data...)
+	ls.pb = append(ls.pb, sc.gb.Data...)
+}
+
+// ruleRows is the delta rule of a verify block: every row's recurrent
+// step in turn on the working state, heads split over the pool as a
+// decode step splits them.
+func (d *deltaNet) ruleRows(c *Config, s *State, ls *layerState) {
+	sc := &s.sc
+	j := &sc.step
+	if j.run == nil {
+		j.run = j.heads
+	}
+	j.d, j.c, j.sc, j.ls, j.rows = d, c, sc, ls, sc.xc.Rows
+	defer func() { j.rows = 0 }()
+	if 4*len(ls.rec) < stepParallel {
+		j.heads(0, c.ValueHeads)
+		return
+	}
+	tensor.ParallelGrain(c.ValueHeads, 2, j.run)
+}
