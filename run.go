@@ -117,7 +117,6 @@ func (r *Runtime) Reply(ctx context.Context, ids []int, cfg RunConfig, emit func
 		return nil, err
 	}
 	mt := res.Metrics
-	s := cfg.Sample
 	var dr *DraftReport
 	tpc := 0.0
 	if d := r.Draft; d != nil {
@@ -134,9 +133,6 @@ func (r *Runtime) Reply(ctx context.Context, ids []int, cfg RunConfig, emit func
 		PromptTokens: mt.PromptTokens, CachedTokens: mt.CachedTokens, Generated: mt.GeneratedTokens,
 		PrefillTPS: mt.PrefillTPS(), DecodeTPS: mt.DecodeTPS(), PrefillSec: mt.PrefillSeconds, DecodeSec: mt.DecodeSeconds,
 		Metrics: mt, TokensPerCall: tpc,
-		Settings: RunSettings{Temperature: s.Temperature, TopK: s.TopK, TopP: s.TopP, MinP: s.MinP,
-			Presence: s.Presence, DRY: s.DRY.Multiplier, DRYBase: s.DRY.Base, DRYAllowed: s.DRY.Allowed,
-			Seed: s.Seed, MaxTokens: cfg.MaxTokens, Stop: cfg.Stop, Think: cfg.Prompt.Think, ThinkBudget: cfg.ThinkBudget,
-			KV: cfg.KV.String(), Act: cfg.Act.String()},
+		Settings: settingsOf(cfg),
 	}, err
 }

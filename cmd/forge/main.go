@@ -36,6 +36,7 @@ type cli struct {
 	Chat       ChatCmd          `cmd:"" group:"Run" help:"Talk with a model interactively (the conversation's state is kept between turns)."`
 	Bench      BenchCmd         `cmd:"" group:"Run" help:"Measure prefill and decode speed (llama-bench's pp/tg tests) against this machine's read bandwidth."`
 	Serve      ServeCmd         `cmd:"" group:"Run" help:"Serve the OpenAI API (chat completions, completions, models) with a prompt cache shared by the slots."`
+	AB         ABCmd            `cmd:"" name:"ab" group:"Run" help:"Speculative decoding against plain decoding: replies per seed both ways, and verify blocks against decode steps teacher-forced."`
 	Quantize   QuantizeCmd      `cmd:"" group:"Quantize" help:"Quantize a checkpoint into a bundle."`
 	SNR        SNRCmd           `cmd:"" name:"snr" group:"Quantize" help:"Weight SNR (dB) of matrices quantized to formats."`
 	Calib      CalibGroup       `cmd:"" group:"Quantize" help:"Make calibration data: forge calib generate (the model answers chat prompts; prompts and answers as .npy token rows)."`

@@ -15,7 +15,14 @@ import (
 
 // WriteFile atomically replaces path with data (mode 0644): either the old
 // contents or the complete new ones are there afterwards, never a mix.
-func WriteFile(path string, data []byte) error {
+func WriteFile(path string, data []byte) error { return write(path, data, false) }
+
+// WriteNew is WriteFile for a file that must not exist yet (records that
+// are never overwritten): the complete file appears under path, or an
+// error wrapping fs.ErrExist leaves what is there untouched.
+func WriteNew(path string, data []byte) error { return write(path, data, true) }
+
+func write(path string, data []byte, fresh bool) error {
 	f, err := CreateTemp(path)
 	if err != nil {
 		return err
@@ -35,7 +42,11 @@ func WriteFile(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if fresh { // a hard link fails where the name exists; rename would replace it
+		if err := os.Link(tmp, path); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	} else if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
 	return SyncDir(filepath.Dir(path))

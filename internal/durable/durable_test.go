@@ -1,6 +1,8 @@
 package durable
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -60,5 +62,26 @@ func TestNeverReplacesSpecialFiles(t *testing.T) {
 		if err != nil || after.Mode() != before.Mode() {
 			t.Errorf("%s changed from %v to %v (%v)", p, before.Mode(), after.Mode(), err)
 		}
+	}
+}
+
+// TestWriteNew: WriteNew creates a file that does not exist, refuses one
+// that does (fs.ErrExist) and leaves it as it was, with no temporary file
+// left behind.
+func TestWriteNew(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "rec.json")
+	if err := WriteNew(p, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteNew(p, []byte("two"))
+	if !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second write: %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "one" {
+		t.Fatalf("the record was overwritten: %q", b)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Fatalf("files left: %v", es)
 	}
 }
