@@ -17,6 +17,7 @@ import (
 type ServeConfig struct {
 	Model string // checkpoint or bundle directory
 	Addr  string // listen address (default "127.0.0.1:8080")
+	Draft string // a drafter's directory for speculative decoding, or "" (Options.DraftK, DraftFixed apply)
 	server.Options
 	// ShutdownTimeout bounds how long in-flight requests may finish after
 	// ctx is cancelled (0: 10 s); then their connections are closed.
@@ -42,6 +43,14 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	defer rt.Close()
 	if cfg.Name == "" {
 		cfg.Name = rt.Name
+	}
+	if cfg.Draft != "" {
+		if err := rt.AttachDraft(cfg.Draft, cfg.DraftK, cfg.DraftFixed); err != nil {
+			return err
+		}
+		d := rt.Draft
+		cfg.Options.Draft, cfg.DraftK = d.Model, d.K
+		cfg.DraftName = d.Name + " " + d.Kind + ":" + d.Fingerprint
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -22,9 +22,17 @@ type Cache struct {
 
 	mu      sync.Mutex
 	used    int64
-	lru     *list.List               // of *cacheEntry, most recent first
-	entries map[uint64]*list.Element // by the hash of the prefix's ids
+	lru     *list.List                 // of *cacheEntry, most recent first
+	entries map[cacheKey]*list.Element // by the hash of the prefix's ids and the lane
 	stats   CacheStats
+}
+
+// cacheKey finds a snapshot: the hash of the prefix it consumed, and
+// whose State it is (the target's, or a drafter's: speculative decoding
+// keeps both at the same cut points).
+type cacheKey struct {
+	hash  uint64
+	draft bool
 }
 
 // CacheStats count a Cache's traffic.
@@ -37,7 +45,7 @@ type CacheStats struct {
 }
 
 type cacheEntry struct {
-	hash   uint64
+	key    cacheKey
 	prefix []int // the ids the snapshot consumed (a hash match is checked against them)
 	snap   *model.Snapshot
 }
@@ -45,7 +53,7 @@ type cacheEntry struct {
 // NewCache returns an empty Cache that holds at most budget bytes of
 // snapshots (a snapshot larger than the budget is never kept).
 func NewCache(budget int64) *Cache {
-	return &Cache{budget: budget, seed: maphash.MakeSeed(), lru: list.New(), entries: map[uint64]*list.Element{}}
+	return &Cache{budget: budget, seed: maphash.MakeSeed(), lru: list.New(), entries: map[cacheKey]*list.Element{}}
 }
 
 // Budget returns the cache's byte budget.
@@ -60,16 +68,17 @@ func (c *Cache) Stats() CacheStats {
 	return s
 }
 
-// get returns the snapshot of exactly prefix, or nil, and marks it used.
-func (c *Cache) get(prefix []int) *model.Snapshot {
-	_, sn := c.longest(prefix, []int{len(prefix)})
+// get returns the snapshot of exactly prefix (a drafter's when draft),
+// or nil, and marks it used.
+func (c *Cache) get(draft bool, prefix []int) *model.Snapshot {
+	_, sn := c.longest(draft, prefix, []int{len(prefix)})
 	return sn
 }
 
 // longest returns the longest of the cut lengths (ascending) whose prefix
-// of ids has a snapshot, and marks it used; (0, nil) when none has. The
-// ids are hashed once, the hash read at each cut.
-func (c *Cache) longest(ids []int, cuts []int) (int, *model.Snapshot) {
+// of ids has a snapshot (a drafter's when draft), and marks it used; (0,
+// nil) when none has. The ids are hashed once, the hash read at each cut.
+func (c *Cache) longest(draft bool, ids []int, cuts []int) (int, *model.Snapshot) {
 	if len(cuts) == 0 {
 		return 0, nil
 	}
@@ -84,7 +93,7 @@ func (c *Cache) longest(ids []int, cuts []int) (int, *model.Snapshot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := len(cuts) - 1; i >= 0; i-- {
-		if el, ok := c.entries[hs[i]]; ok && slices.Equal(el.Value.(*cacheEntry).prefix, ids[:cuts[i]]) {
+		if el, ok := c.entries[cacheKey{hs[i], draft}]; ok && slices.Equal(el.Value.(*cacheEntry).prefix, ids[:cuts[i]]) {
 			c.lru.MoveToFront(el)
 			return cuts[i], el.Value.(*cacheEntry).snap
 		}
@@ -111,29 +120,31 @@ func (c *Cache) count(hit bool) {
 	}
 }
 
-// has reports whether prefix has a snapshot, marking it used.
-func (c *Cache) has(prefix []int) bool { return c.get(prefix) != nil }
+// has reports whether prefix has a snapshot (a drafter's when draft),
+// marking it used.
+func (c *Cache) has(draft bool, prefix []int) bool { return c.get(draft, prefix) != nil }
 
-// put stores sn as the snapshot of prefix (whose length is sn.Pos()) and
-// evicts the least recently used snapshots beyond the budget.
-func (c *Cache) put(prefix []int, sn *model.Snapshot) {
+// put stores sn as the snapshot of prefix (whose length is sn.Pos(); a
+// drafter's when draft) and evicts the least recently used snapshots
+// beyond the budget.
+func (c *Cache) put(draft bool, prefix []int, sn *model.Snapshot) {
 	if sn.Pos() != len(prefix) {
 		panic("generate: a snapshot stored under a prefix of another length")
 	}
 	if sn.Bytes() > c.budget {
 		return
 	}
-	hash := c.hash(prefix)
+	key := cacheKey{c.hash(prefix), draft}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.entries[hash]; ok {
+	if el, ok := c.entries[key]; ok {
 		if slices.Equal(el.Value.(*cacheEntry).prefix, prefix) {
 			c.lru.MoveToFront(el)
 			return
 		}
 		c.remove(el) // another prefix with the same hash: the newer one stays
 	}
-	c.entries[hash] = c.lru.PushFront(&cacheEntry{hash: hash, prefix: slices.Clone(prefix), snap: sn})
+	c.entries[key] = c.lru.PushFront(&cacheEntry{key: key, prefix: slices.Clone(prefix), snap: sn})
 	c.used += sn.Bytes()
 	for c.used > c.budget {
 		c.remove(c.lru.Back())
@@ -145,7 +156,7 @@ func (c *Cache) put(prefix []int, sn *model.Snapshot) {
 func (c *Cache) remove(el *list.Element) {
 	e := el.Value.(*cacheEntry)
 	c.lru.Remove(el)
-	delete(c.entries, e.hash)
+	delete(c.entries, e.key)
 	c.used -= e.snap.Bytes()
 }
 

@@ -104,13 +104,19 @@ func TestCacheExact(t *testing.T) {
 	// Requests per chunk size: about 200 conversations in all, 40 s with
 	// the vector kernels; the pure-Go run, which checks those kernels'
 	// twins rather than the cache, sends a fifth as many.
+	// The last setup drafts with forge-tiny-draft (every round three
+	// tokens): its State is prefilled and cached by the same plan, so a
+	// sampled reply, whose draws depend on the drafter's distributions, is
+	// the same from the cache as without it.
 	type setup struct {
 		m        *model.Model
 		act      model.Act
 		chunk    int
 		requests int
+		draft    bool
 	}
-	setups := []setup{{bf16, model.ActFloat32, 0, 200}, {bf16, model.ActFloat32, 16, 100}, {lut4, model.ActInt8, 0, 150}}
+	setups := []setup{{bf16, model.ActFloat32, 0, 200, false}, {bf16, model.ActFloat32, 16, 100, false},
+		{lut4, model.ActInt8, 0, 150, false}, {bf16, model.ActFloat32, 0, 80, true}}
 	if !fastKernels {
 		for i := range setups {
 			setups[i].requests /= 5
@@ -135,6 +141,10 @@ func TestCacheExact(t *testing.T) {
 		probe.Generate(context.Background(), Request{Prompt: mustPrompt(t, tok, phrase(150, 151)), MaxTokens: 1}, nil)
 		cache := NewCache(6 * probe.s.Snapshot().Bytes())
 		o := Options{Chunk: chunk, Act: su.act, Cache: cache}
+		if su.draft {
+			o.Draft, _ = tinyDraft(t)
+			o.DraftK, o.DraftFixed = 3, true
+		}
 		cached := []*Engine{New(m, tok, o), New(m, tok, o)}
 		o.Cache, o.NoReuse = nil, true
 		cold := New(m, tok, o)
@@ -186,6 +196,9 @@ func TestCacheExact(t *testing.T) {
 			if b.Metrics.CachedTokens != 0 {
 				t.Fatalf("the engine without reuse reused %d tokens", b.Metrics.CachedTokens)
 			}
+			if su.draft && !sameLaneState(&e.draft.lane, &cold.draft.lane) {
+				t.Fatalf("request %d: the drafter's state differs with the cache and without", n)
+			}
 			reused += a.Metrics.CachedTokens
 			turns++
 			if c.plain {
@@ -197,6 +210,9 @@ func TestCacheExact(t *testing.T) {
 		st := cache.Stats()
 		if reused == 0 || st.Hits == 0 || st.Evictions == 0 || st.Bytes > cache.Budget() {
 			t.Fatalf("%v chunk %d: %d tokens reused; cache %+v, budget %d", su.act, chunk, reused, st, cache.Budget())
+		}
+		if drafts := cache.draftEntries(); su.draft != (drafts > 0) {
+			t.Fatalf("drafting %v: %d of the drafter's snapshots in the cache", su.draft, drafts)
 		}
 		t.Logf("%v chunk %d: %d requests equal, %d prompt tokens reused; cache %+v", su.act, chunk, turns, reused, st)
 	}
@@ -219,24 +235,24 @@ func TestCacheBudget(t *testing.T) {
 	}
 	c := NewCache(snaps[2].Bytes() + snaps[3].Bytes())
 	for i := range 3 {
-		c.put(keys[i], snaps[i])
+		c.put(false, keys[i], snaps[i])
 	}
-	if !c.has(keys[1]) || !c.has(keys[2]) || c.has(keys[0]) {
+	if !c.has(false, keys[1]) || !c.has(false, keys[2]) || c.has(false, keys[0]) {
 		t.Fatalf("after three puts: %+v", c.Stats())
 	}
-	c.has(keys[1])           // 1 is now the most recent
-	c.put(keys[3], snaps[3]) // evicts 2, the least recent, to fit
-	if c.has(keys[2]) || !c.has(keys[1]) || !c.has(keys[3]) {
+	c.has(false, keys[1])           // 1 is now the most recent
+	c.put(false, keys[3], snaps[3]) // evicts 2, the least recent, to fit
+	if c.has(false, keys[2]) || !c.has(false, keys[1]) || !c.has(false, keys[3]) {
 		t.Fatalf("after the fourth put: %+v", c.Stats())
 	}
-	if c.get([]int{1, 2, 3, 4, 5}) != nil || c.get([]int{1, 2, 3, 4, 5, 6, 7}) != nil {
+	if c.get(false, []int{1, 2, 3, 4, 5}) != nil || c.get(false, []int{1, 2, 3, 4, 5, 6, 7}) != nil {
 		t.Fatal("a lookup matched a prefix of another length")
 	}
 	if st := c.Stats(); st.Bytes > c.Budget() || st.Entries != 2 {
 		t.Fatalf("stats %+v, budget %d", st, c.Budget())
 	}
 	small := NewCache(snaps[0].Bytes() - 1)
-	small.put(keys[0], snaps[0])
+	small.put(false, keys[0], snaps[0])
 	if small.Stats().Entries != 0 {
 		t.Fatal("a snapshot larger than the budget was kept")
 	}
@@ -245,7 +261,7 @@ func TestCacheBudget(t *testing.T) {
 			t.Fatal("a snapshot stored under a prefix of another length did not panic")
 		}
 	}()
-	c.put(keys[0], snaps[1])
+	c.put(false, keys[0], snaps[1])
 }
 
 // TestContinue: with Options.Continue the next turn goes on from the live
@@ -278,4 +294,53 @@ func TestContinue(t *testing.T) {
 			t.Fatalf("logit %d: %g continued, %g cold", i, got[0][i], want[0][i])
 		}
 	}
+}
+
+// draftEntries counts the drafter's snapshots in c.
+func (c *Cache) draftEntries() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k := range c.entries {
+		if k.draft {
+			n++
+		}
+	}
+	return n
+}
+
+// sameLaneState reports whether two lanes' States are equal bit for bit:
+// position, every DeltaNet layer's conv and recurrent state, every
+// attention layer's keys and values.
+func sameLaneState(a, b *lane) bool {
+	if a.s.Pos() != b.s.Pos() || !slices.Equal(a.fed, b.fed) {
+		return false
+	}
+	bits := func(x, y []float32) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	for li, k := range a.m.Config().Layers {
+		if k == model.DeltaNet {
+			ca, ra := a.s.DeltaNetState(li)
+			cb, rb := b.s.DeltaNetState(li)
+			if !bits(ca, cb) || !bits(ra, rb) {
+				return false
+			}
+			continue
+		}
+		for _, keys := range []bool{true, false} {
+			if !bits(a.s.KVCacheHeads(li, keys), b.s.KVCacheHeads(li, keys)) {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"forge/model"
@@ -42,14 +41,13 @@ func CheckDraftK(k int) error {
 	return nil
 }
 
-// drafter is an Engine's draft model and its State. The State lags the
+// drafter is an Engine's draft model and its State (a lane, prefilled
+// with the prompt as the target is). During a reply its State lags the
 // target's by the tokens in pending (committed to the reply, not yet
 // fed); a round feeds them and stacks its drafts as pending Verify rows,
 // so that a rejection costs no copy of the drafter's state either.
 type drafter struct {
-	m       *model.Model
-	s       *model.State
-	fed     []int // the tokens s has consumed
+	lane
 	pending []int
 	sampler *sample.Sampler // nil when greedy
 	qs      []sample.Dist   // the distributions the round's drafts were drawn from
@@ -59,21 +57,16 @@ type drafter struct {
 }
 
 func newDrafter(m *model.Model, o Options) *drafter {
-	d := &drafter{m: m, s: m.NewStateKV(o.KV)}
+	d := &drafter{lane: lane{m: m, s: m.NewStateKV(o.KV), draft: true}}
 	d.s.SetAct(o.Act)
 	d.adapt.init(o.DraftK, o.DraftFixed)
 	return d
 }
 
-// start readies the drafter for a reply whose prompt the target has just
-// consumed: it keeps what it has fed if that is a prefix of the prompt and
-// owes the rest.
-func (d *drafter) start(prompt []int, opts sample.Options, b *sample.Breakers, vocab int) {
-	if n := len(d.fed); d.s.Pending() > 0 || n >= len(prompt) || !slices.Equal(d.fed, prompt[:n]) {
-		d.s.Reset()
-		d.fed = d.fed[:0]
-	}
-	d.pending = append(d.pending[:0], prompt[len(d.fed):]...)
+// start readies the drafter for a reply: its State has consumed the
+// prompt (Engine.prefill), its sampler starts afresh.
+func (d *drafter) start(opts sample.Options, b *sample.Breakers, vocab int) {
+	d.pending = d.pending[:0]
 	d.sampler = nil
 	if opts.Temperature > 0 {
 		opts.Seed ^= draftSeed
@@ -131,8 +124,7 @@ func (d *drafter) catchUp(ctx context.Context) error {
 		return nil
 	}
 	if err := d.m.Prefill(ctx, d.s, d.pending[:n-1], 0, func(int, *tensor.Matrix) error { return nil }); err != nil {
-		d.s.Reset()
-		d.fed = d.fed[:0]
+		d.reset()
 		return err
 	}
 	d.fed = append(d.fed, d.pending[:n-1]...)

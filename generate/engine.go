@@ -158,13 +158,10 @@ type Options struct {
 // (package documentation). An Engine is not safe for concurrent use;
 // several Engines may share one Model.
 type Engine struct {
-	m        *model.Model
+	lane     // the target model and its State
 	tok      *tokenizer.Tokenizer
 	opts     Options
-	s        *model.State
-	fed      []int // the tokens s has consumed
-	turn     []int // the prompt prefix the turn snapshot holds (nil: none)
-	turnMark model.Mark
+	cached   int // prompt tokens the last prefill reused
 	breakers *sample.Breakers
 	draft    *drafter // nil: plain decoding
 	turnID   int      // <|im_start|>, −1 if the tokenizer has none
@@ -185,7 +182,7 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, o Options) *Engine {
 	if err := CheckDraftK(o.DraftK); err != nil {
 		panic("generate.New: " + err.Error())
 	}
-	e := &Engine{m: m, tok: tok, opts: o, s: m.NewStateKV(o.KV), turnID: -1, userID: -1}
+	e := &Engine{lane: lane{m: m, s: m.NewStateKV(o.KV)}, tok: tok, opts: o, turnID: -1, userID: -1}
 	e.s.SetAct(o.Act)
 	if o.Draft != nil {
 		if o.Draft.Config().Vocab != m.Config().Vocab {
@@ -215,9 +212,10 @@ func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tok }
 
 // Reset forgets the conversation: the next Generate starts cold.
 func (e *Engine) Reset() {
-	e.s.Reset()
-	e.fed = e.fed[:0]
-	e.turn = nil
+	e.lane.reset()
+	if e.draft != nil {
+		e.draft.lane.reset()
+	}
 }
 
 // Fed returns the tokens the live State has consumed (read only).
@@ -241,9 +239,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(text strin
 		return Result{}, err
 	}
 	if e.draft != nil {
-		if err := g.startDraft(ctx); err != nil {
-			return Result{}, err
-		}
+		g.startDraft()
 	}
 	g.res.Metrics.PrefillSeconds = time.Since(t0).Seconds()
 	t1 := time.Now()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"forge/model"
 )
 
 // A prompt is prefilled in segments, each in chunks of Options.Chunk rows
@@ -107,88 +109,133 @@ func (p plan) stores(turnID, userID int) []int {
 	return []int{last}
 }
 
+// lane is a model and the State an Engine prefills and decodes with: the
+// target's, and with speculative decoding the drafter's, which is
+// prefilled by the same plan, resumed from the same kind of snapshots (its
+// own turn mark, its own entries in the shared Cache) and so, like the
+// target's, is the same whether its prompt came from a cache or not.
+type lane struct {
+	m        *model.Model
+	s        *model.State
+	fed      []int // the tokens s has consumed
+	turn     []int // the prompt prefix the turn snapshot holds (nil: none)
+	turnMark model.Mark
+	draft    bool // the drafter's lane (its Cache entries are apart)
+}
+
+// reset empties the lane's State and forgets its turn snapshot.
+func (l *lane) reset() {
+	l.s.Reset()
+	l.fed = l.fed[:0]
+	l.turn = nil
+}
+
 // Reusable returns how many of prompt's tokens the engine's own turn
 // snapshot would spare a prefill (0 when it is not a cut point of the
 // prompt's plan that the prompt extends).
-func (e *Engine) Reusable(prompt []int) int {
-	if e.opts.NoReuse || e.turn == nil || !e.plan(prompt).isCut(len(e.turn)) || !slices.Equal(e.turn, prompt[:len(e.turn)]) {
+func (e *Engine) Reusable(prompt []int) int { return e.lane.reusable(&e.opts, e.plan(prompt)) }
+
+func (l *lane) reusable(o *Options, p plan) int {
+	if o.NoReuse || l.turn == nil || !p.isCut(len(l.turn)) || !slices.Equal(l.turn, p.prompt[:len(l.turn)]) {
 		return 0
 	}
-	return len(e.turn)
+	return len(l.turn)
 }
 
 // prefill brings the State to the end of prompt, reusing what it can, and
-// returns the last prompt token's logits.
+// returns the last prompt token's logits. The drafter, if any, is
+// prefilled after the target the same way; a drafter that fails here
+// leaves the reply to plain decoding (Metrics.DraftFailed).
 func (e *Engine) prefill(ctx context.Context, prompt []int, mt *Metrics) ([]float32, error) {
 	mt.PromptTokens = len(prompt)
 	p := e.plan(prompt)
-	if err := e.resume(p); err != nil {
-		return nil, err
-	}
-	mt.CachedTokens = len(e.fed)
-	for _, c := range p.stores(e.turnID, e.userID) {
-		if c <= len(e.fed) {
-			continue
-		}
-		if _, err := e.run(ctx, p, c); err != nil {
-			return nil, err
-		}
-		e.keep(p, c)
-	}
-	logits, err := e.run(ctx, p, len(prompt))
+	logits, err := e.lane.prefill(ctx, e, p)
 	if err != nil {
 		return nil, err
 	}
+	mt.CachedTokens = e.cached
 	mt.PrefillTokens = len(prompt) - mt.CachedTokens
+	if d := e.draft; d != nil {
+		if _, err := d.lane.prefill(ctx, e, p); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			d.lane.reset()
+			mt.DraftFailed = err.Error()
+		}
+	}
 	return logits, nil
+}
+
+// prefill runs p on the lane: resume, then the pieces up to each store
+// point (keeping the State there), then the rest.
+func (l *lane) prefill(ctx context.Context, e *Engine, p plan) ([]float32, error) {
+	if err := l.resume(&e.opts, p); err != nil {
+		return nil, err
+	}
+	if !l.draft {
+		e.cached = len(l.fed)
+	}
+	for _, c := range p.stores(e.turnID, e.userID) {
+		if c <= len(l.fed) {
+			continue
+		}
+		if _, err := l.run(ctx, p, c); err != nil {
+			return nil, err
+		}
+		l.keep(&e.opts, p, c, e.turnID, e.userID)
+	}
+	return l.run(ctx, p, len(p.prompt))
 }
 
 // resume puts the State at the longest cut point of p whose prefix the
 // turn snapshot or the shared cache holds, or at the empty State.
-func (e *Engine) resume(p plan) error {
-	if e.opts.NoReuse {
-		e.Reset()
+func (l *lane) resume(o *Options, p plan) error {
+	if o.NoReuse {
+		l.reset()
 		return nil
 	}
-	if n := len(e.fed); e.opts.Continue && n > len(e.turn) && n < len(p.prompt) && slices.Equal(e.fed, p.prompt[:n]) {
+	if n := len(l.fed); o.Continue && n > len(l.turn) && n < len(p.prompt) && slices.Equal(l.fed, p.prompt[:n]) {
 		return nil // the live State, as it is (Options.Continue)
 	}
-	at := e.Reusable(p.prompt)
-	if c := e.opts.Cache; c != nil {
+	at := l.reusable(o, p)
+	if c := o.Cache; c != nil {
 		cuts := p.cuts(at)
 		slices.Reverse(cuts)
-		cut, sn := c.longest(p.prompt, cuts)
-		c.count(sn != nil)
+		cut, sn := c.longest(l.draft, p.prompt, cuts)
+		if !l.draft {
+			c.count(sn != nil)
+		}
 		if sn != nil {
-			if err := e.restore(p, cut, sn.Pos()); err != nil {
+			if err := l.restore(p, cut, sn.Pos()); err != nil {
 				return err
 			}
-			if err := e.s.Restore(sn); err != nil {
-				e.Reset()
+			if err := l.s.Restore(sn); err != nil {
+				l.reset()
 				return err
 			}
-			e.turn = nil // Restore released the turn snapshot's mark
-			e.fed = append(e.fed[:0], p.prompt[:cut]...)
+			l.turn = nil // Restore released the turn snapshot's mark
+			l.fed = append(l.fed[:0], p.prompt[:cut]...)
 			return nil
 		}
 	}
 	if at == 0 {
-		e.Reset()
+		l.reset()
 		return nil
 	}
-	if err := e.restore(p, at, e.turnMark.Pos()); err != nil {
+	if err := l.restore(p, at, l.turnMark.Pos()); err != nil {
 		return err
 	}
-	e.s.Rewind(e.turnMark)
-	e.fed = append(e.fed[:0], e.turn...)
+	l.s.Rewind(l.turnMark)
+	l.fed = append(l.fed[:0], l.turn...)
 	return nil
 }
 
 // restore checks that a snapshot of pos tokens may seed p's prefill at
 // cut: anything else would continue a State that is not the prompt's.
-func (e *Engine) restore(p plan, cut, pos int) error {
+func (l *lane) restore(p plan, cut, pos int) error {
 	if pos != cut || !p.isCut(cut) {
-		e.Reset()
+		l.reset()
 		return fmt.Errorf("generate: internal error: a snapshot of %d tokens offered at position %d of a %d-token prompt", pos, cut, len(p.prompt))
 	}
 	return nil
@@ -198,9 +245,9 @@ func (e *Engine) restore(p plan, cut, pos int) error {
 // at a time, and returns the logits of its last token. (A State continued
 // by Options.Continue may start between cut points: its first piece then
 // ends at the next segment start.)
-func (e *Engine) run(ctx context.Context, p plan, end int) ([]float32, error) {
+func (l *lane) run(ctx context.Context, p plan, end int) ([]float32, error) {
 	var logits []float32
-	for pos := len(e.fed); pos < end; {
+	for pos := len(l.fed); pos < end; {
 		next := end
 		if i, _ := slices.BinarySearch(p.segs, pos+1); i < len(p.segs) && p.segs[i] < end {
 			next = p.segs[i]
@@ -208,11 +255,11 @@ func (e *Engine) run(ctx context.Context, p plan, end int) ([]float32, error) {
 		// Chunks count from the segment's start; pos is a cut point (or
 		// 0), so model.PrefillLast's chunks from pos keep that grid.
 		var err error
-		if logits, err = e.m.PrefillLast(ctx, e.s, p.prompt[pos:next], e.opts.Chunk); err != nil {
-			e.Reset() // a cancelled or failed prefill leaves the State unusable
+		if logits, err = l.m.PrefillLast(ctx, l.s, p.prompt[pos:next], p.chunk); err != nil {
+			l.reset() // a cancelled or failed prefill leaves the State unusable
 			return nil, err
 		}
-		e.fed = append(e.fed, p.prompt[pos:next]...)
+		l.fed = append(l.fed, p.prompt[pos:next]...)
 		pos = next
 	}
 	return logits, nil
@@ -220,19 +267,19 @@ func (e *Engine) run(ctx context.Context, p plan, end int) ([]float32, error) {
 
 // keep stores the State, now at cut c of p, as the turn snapshot (the
 // last store point) and in the shared cache.
-func (e *Engine) keep(p plan, c int) {
-	if e.opts.NoReuse {
+func (l *lane) keep(o *Options, p plan, c, turnID, userID int) {
+	if o.NoReuse {
 		return
 	}
-	stores := p.stores(e.turnID, e.userID)
-	if c == stores[len(stores)-1] && !slices.Equal(e.turn, e.fed) {
-		if e.turn != nil {
-			e.s.Forget(e.turnMark)
+	stores := p.stores(turnID, userID)
+	if c == stores[len(stores)-1] && !slices.Equal(l.turn, l.fed) {
+		if l.turn != nil {
+			l.s.Forget(l.turnMark)
 		}
-		e.turnMark = e.s.Mark()
-		e.turn = slices.Clone(e.fed)
+		l.turnMark = l.s.Mark()
+		l.turn = slices.Clone(l.fed)
 	}
-	if cache := e.opts.Cache; cache != nil && !cache.has(e.fed) {
-		cache.put(e.fed, e.s.Snapshot())
+	if cache := o.Cache; cache != nil && !cache.has(l.draft, l.fed) {
+		cache.put(l.draft, l.fed, l.s.Snapshot())
 	}
 }

@@ -165,21 +165,13 @@ func (g *run) decodeDraft(ctx context.Context, logits []float32, room int) error
 	}
 }
 
-// startDraft readies the drafter for the reply and feeds it the prompt
-// (part of the prefill). A drafter that fails here leaves the reply to
-// plain decoding (Metrics.DraftFailed).
-func (g *run) startDraft(ctx context.Context) error {
+// startDraft readies the drafter for the reply (Engine.prefill has fed
+// it the prompt, or recorded why it could not).
+func (g *run) startDraft() {
 	e, d := g.e, g.e.draft
 	g.res.Metrics.AcceptHist = make([]int, e.opts.DraftK+1)
-	d.start(e.fed, g.req.Sample, e.breakers, e.m.Config().Vocab)
-	g.drafting = true
-	if err := d.catchUp(ctx); err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		g.res.Metrics.DraftFailed, g.drafting = err.Error(), false
-	}
-	return nil
+	d.start(g.req.Sample, e.breakers, e.m.Config().Vocab)
+	g.drafting = g.res.Metrics.DraftFailed == ""
 }
 
 // plainToken samples the token after logits as plain decoding does and

@@ -373,6 +373,22 @@ func (s *Server) account(mt generate.Metrics) {
 	if v := mt.DecodeTPS(); v > 0 {
 		s.met.decodeTPS.Observe(v)
 	}
+	if m := s.met; m.drafted != nil {
+		m.drafted.Add(float64(mt.Drafted))
+		m.kept.Add(float64(mt.Kept))
+		m.targetCalls.Add(float64(mt.TargetCalls))
+		if mt.DraftFailed != "" {
+			m.draftFailures.Inc()
+		}
+		for n, rounds := range mt.AcceptHist {
+			for range rounds {
+				m.keptPerRound.Observe(float64(n))
+			}
+		}
+		m.seconds.WithLabelValues("draft").Add(mt.DraftSeconds)
+		m.seconds.WithLabelValues("verify").Add(mt.VerifySeconds)
+		m.seconds.WithLabelValues("sample").Add(mt.SampleSeconds)
+	}
 }
 
 // finishReason maps an engine finish onto OpenAI's: a loop guard's end is

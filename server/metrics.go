@@ -21,10 +21,17 @@ type metrics struct {
 	prefillTPS    prometheus.Histogram
 	decodeTPS     prometheus.Histogram
 	queue, active prometheus.Gauge
+
+	// Speculative decoding (Options.Draft).
+	drafted, kept, targetCalls prometheus.Counter
+	draftFailures              prometheus.Counter
+	keptPerRound               prometheus.Histogram
+	seconds                    *prometheus.CounterVec // by part: draft, verify, sample
 }
 
-// newMetrics registers the series, with the prompt cache's (if any).
-func newMetrics(cache *generate.Cache) *metrics {
+// newMetrics registers the series, with the prompt cache's (if any) and
+// speculative decoding's (if draft).
+func newMetrics(cache *generate.Cache, draft bool) *metrics {
 	buckets := prometheus.ExponentialBuckets(1, 2, 16) // 1 … 32768 tokens/s
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
@@ -43,6 +50,19 @@ func newMetrics(cache *generate.Cache) *metrics {
 	}
 	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.cachedTokens, m.cacheHits,
 		m.prefillTPS, m.decodeTPS, m.queue, m.active)
+	if draft {
+		m.drafted = prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_draft_tokens_total", Help: "Tokens the drafter proposed."})
+		m.kept = prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_draft_kept_tokens_total", Help: "Drafted tokens the target kept."})
+		m.targetCalls = prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_target_calls_total",
+			Help: "Forwards of the target after prefill (verify blocks and plain steps)."})
+		m.draftFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "forge_draft_failures_total",
+			Help: "Replies whose drafter failed (they went on by plain decoding)."})
+		m.keptPerRound = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "forge_draft_kept_per_round",
+			Help: "Drafts kept per verify block.", Buckets: prometheus.LinearBuckets(0, 1, 17)})
+		m.seconds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "forge_speculative_seconds_total",
+			Help: "Time of speculative decoding by part: drafting, verify blocks and plain steps, deciding and sampling."}, []string{"part"})
+		m.reg.MustRegister(m.drafted, m.kept, m.targetCalls, m.draftFailures, m.keptPerRound, m.seconds)
+	}
 	if cache != nil {
 		stat := func(f func(generate.CacheStats) float64) func() float64 {
 			return func() float64 { return f(cache.Stats()) }

@@ -38,6 +38,15 @@ type Options struct {
 	// a browser: they get Access-Control-Allow-Origin there and nowhere
 	// else (none: CORS off).
 	CORSOrigins []string
+	// Draft, when set, drafts for speculative decoding in every slot
+	// (generate.Options.Draft; the caller checks it with
+	// generate.CheckDraft), at most DraftK tokens per target call
+	// (0: generate.DefaultDraftK), every round DraftK with DraftFixed.
+	// DraftName identifies it in /health.
+	Draft      *model.Model
+	DraftK     int
+	DraftFixed bool
+	DraftName  string
 }
 
 // Limits of a request besides the body size.
@@ -102,9 +111,10 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opt Options) *Server {
 	if opt.CacheMB > 0 && !opt.NoCache {
 		s.cache = generate.NewCache(int64(opt.CacheMB) << 20)
 	}
-	s.met = newMetrics(s.cache)
+	s.met = newMetrics(s.cache, opt.Draft != nil)
 	for i := range opt.Slots {
-		sl := &slot{id: i, e: generate.New(m, tok, generate.Options{KV: opt.KV, Act: opt.Act, Cache: s.cache, NoReuse: opt.NoCache})}
+		sl := &slot{id: i, e: generate.New(m, tok, generate.Options{KV: opt.KV, Act: opt.Act, Cache: s.cache, NoReuse: opt.NoCache,
+			Draft: opt.Draft, DraftK: opt.DraftK, DraftFixed: opt.DraftFixed})}
 		s.slots = append(s.slots, sl)
 		s.free <- sl
 	}
@@ -319,6 +329,16 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 			"tokens_per_second": mt.PrefillTPS(), "cached_tokens": mt.CachedTokens}
 		h["decode"] = map[string]any{"tokens": mt.GeneratedTokens, "seconds": mt.DecodeSeconds,
 			"tokens_per_second": mt.DecodeTPS(), "finish_reason": string(last.finish)}
+		if s.opt.Draft != nil {
+			d := map[string]any{"drafter": s.opt.DraftName, "drafted": mt.Drafted, "kept": mt.Kept,
+				"accept_rate": mt.AcceptRate(), "accept_hist": mt.AcceptHist, "target_calls": mt.TargetCalls,
+				"tokens_per_call": mt.TokensPerCall(), "draft_seconds": mt.DraftSeconds,
+				"verify_seconds": mt.VerifySeconds, "sample_seconds": mt.SampleSeconds}
+			if mt.DraftFailed != "" {
+				d["failed"] = mt.DraftFailed
+			}
+			h["speculative"] = d
+		}
 	}
 	writeJSON(w, h)
 }

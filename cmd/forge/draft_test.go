@@ -81,4 +81,19 @@ func TestDraftBadInput(t *testing.T) {
 			t.Errorf("%v: ok %v, stderr %q (want %q)", c.args, ok, stderr, c.want)
 		}
 	}
+	// forge serve checks the same before it listens.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--draft-k", "3"}, "--draft-k needs --draft"},
+		{[]string{"--draft", tinyDraft, "--draft-k", "20"}, "--draft-k"},
+		{[]string{"--draft", other, "--port", "1"}, "token 300"},
+	} {
+		_, stderr, ok := runIn(t, "", append([]string{"serve", "--model", tiny}, c.args...)...)
+		noCrash(t, stderr)
+		if ok || !strings.Contains(stderr, c.want) {
+			t.Errorf("serve %v: ok %v, stderr %q (want %q)", c.args, ok, stderr, c.want)
+		}
+	}
 }

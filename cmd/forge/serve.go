@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
 
 	"forge"
+	"forge/generate"
 	"forge/model"
 	"forge/server"
 )
@@ -28,6 +30,8 @@ type ServeCmd struct {
 	MaxPrompt int      `name:"max-prompt-tokens" default:"0" help:"Longest prompt in tokens (0: the model's context; longer: 400)."`
 	CacheMB   int      `name:"cache-mb" default:"1024" help:"Prompt cache budget in MiB: model-state snapshots any slot can resume from, least recently used evicted first (0: off, each slot reuses only its own last prompt)."`
 	CORS      []string `name:"cors-origin" placeholder:"ORIGIN" help:"A browser origin allowed to read /health and /v1/models (repeat for several; CORS is off by default and never opens the completion routes)."`
+	Draft     string   `placeholder:"DIR" type:"existingdir" help:"A small model with the same tokenizer that drafts tokens for speculative decoding in every slot (the same replies, fewer target steps)."`
+	DraftK    int      `name:"draft-k" placeholder:"K" help:"With --draft: the most tokens drafted per target call, 1–16 (default ${draft_k}); the length adapts to the acceptance rate."`
 }
 
 func (c *ServeCmd) Run(ctx context.Context) error {
@@ -45,6 +49,14 @@ func (c *ServeCmd) Run(ctx context.Context) error {
 			return fmt.Errorf("%s %d: want 0 or more", f.name, f.v)
 		}
 	}
+	if c.DraftK != 0 {
+		if c.Draft == "" {
+			return errors.New("--draft-k needs --draft")
+		}
+		if err := generate.CheckDraftK(c.DraftK); err != nil {
+			return fmt.Errorf("--draft-k: %w", err)
+		}
+	}
 	kv, _ := model.ParseKV(c.KV)    // kong checked the enum
 	act, _ := model.ParseAct(c.Act) // and this one
 	q, cache := c.Queue, c.CacheMB
@@ -54,9 +66,10 @@ func (c *ServeCmd) Run(ctx context.Context) error {
 	if cache == 0 {
 		cache = -1 // server.Options: < 0 is no prompt cache
 	}
-	return forge.Serve(ctx, forge.ServeConfig{Model: c.Model, Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)),
+	return forge.Serve(ctx, forge.ServeConfig{Model: c.Model, Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), Draft: c.Draft,
 		Options: server.Options{Slots: c.Parallel, Queue: q, APIKey: c.APIKey, MaxTokens: c.MaxTokens,
-			Think: c.Think, KV: kv, Act: act, MaxBody: c.MaxBody, MaxPrompt: c.MaxPrompt, CacheMB: cache, CORSOrigins: c.CORS},
+			Think: c.Think, KV: kv, Act: act, MaxBody: c.MaxBody, MaxPrompt: c.MaxPrompt, CacheMB: cache, CORSOrigins: c.CORS,
+			DraftK: c.DraftK},
 		Ready: func(addr string) {
 			fmt.Fprintf(os.Stderr, "forge serve: %s on http://%s/v1 (%d slots)\n", c.Model, addr, c.Parallel)
 		}})
