@@ -49,4 +49,16 @@
 //
 // A prompt longer than the context, or one that leaves no room to generate,
 // is an error wrapping model.ErrContext, never a silent truncation.
+//
+// Speculative decoding (Options.Draft, speculative.go): a drafter model
+// with the target's id space (CheckDraft) proposes k tokens, the target
+// checks them all in one model.Verify block whose rows are its decode
+// steps bit for bit, and sample.Accept keeps each draft with probability
+// min(1, p/q) or draws from the residual; the target commits the kept
+// rows only. Greedy replies are plain decoding's token for token; sampled
+// ones follow its distribution (TestDraftSamplingIsExact). The drafter is
+// a second lane of the engine, prefilled by the same plan and cached
+// beside the target, so cached replies stay exact with drafting too; k
+// adapts to the measured acceptance and costs, down to plain steps when
+// drafting does not pay (draft.go).
 package generate

@@ -164,8 +164,9 @@ func (d *drafter) settle(used int, next int) {
 // then two rounds of adaptMeasure drafts). The round's k maximizes
 // E(k)/C(k). When even the best k makes fewer tokens per second than
 // plain decoding (1/c_step), adapt runs plain decode steps for adaptPlain
-// tokens, then one round again to refresh α, so that a collapsed
-// acceptance costs one probe round in adaptPlain tokens; when drafting
+// tokens, then one round again to refresh α, doubling the plain stretch
+// (up to adaptPlainMax) each time drafting still does not pay, so that a
+// collapsed acceptance costs a probe round every few hundred tokens; when drafting
 // could not pay even if every draft were kept (α = 1: the verify rows and
 // the drafter cost more than the steps they save), it stops drafting for
 // the reply.
@@ -177,15 +178,17 @@ type adapt struct {
 	draft       float64 // seconds per drafter step
 	plainUntil  int     // reply length until which decode runs plain steps (−1: to the end)
 	probe       bool    // the next round after plainUntil probes the acceptance again
+	stretch     int     // plain steps before the next probe
 	plainProbes int     // plain steps timed so far
 	rounds      int     // rounds timed so far
 }
 
 const (
-	adaptDecay   = 0.9 // weight of the past in the acceptance counts, per round
-	adaptAvg     = 0.2 // weight of a new time in the running means
-	adaptPlain   = 32  // plain steps between probe rounds once drafting does not pay
-	adaptMeasure = 3   // drafts per measuring round
+	adaptDecay    = 0.9  // weight of the past in the acceptance counts, per round
+	adaptAvg      = 0.2  // weight of a new time in the running means
+	adaptPlain    = 32   // plain steps before the first probe round once drafting does not pay
+	adaptPlainMax = 1024 // the longest stretch of plain steps between probes
+	adaptMeasure  = 3    // drafts per measuring round
 )
 
 func (a *adapt) init(maxK int, fixed bool) { a.maxK, a.fixed = maxK, fixed }
@@ -194,7 +197,7 @@ func (a *adapt) init(maxK int, fixed bool) { a.maxK, a.fixed = maxK, fixed }
 // the measured times carry over.
 func (a *adapt) reset() {
 	a.acc, a.tries = 1, 2 // a prior of α = 0.5 worth two drafts
-	a.plainUntil, a.probe = 0, false
+	a.plainUntil, a.probe, a.stretch = 0, false, adaptPlain
 }
 
 // rate returns the running acceptance rate α.
@@ -218,8 +221,12 @@ func (a *adapt) next(n int) int {
 		return 0
 	}
 	k, r := a.best(min(a.rate(), 0.999))
-	if r*a.step < 1 && !a.probe {
-		a.plainUntil, a.probe = n+adaptPlain, true
+	switch {
+	case r*a.step >= 1:
+		a.stretch = adaptPlain
+	case !a.probe:
+		a.plainUntil, a.probe = n+a.stretch, true
+		a.stretch = min(2*a.stretch, adaptPlainMax)
 		return 0
 	}
 	a.probe = false

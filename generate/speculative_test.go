@@ -3,12 +3,14 @@ package generate
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"forge/internal/tinylut"
 	"forge/model"
@@ -268,5 +270,59 @@ func TestCheckDraft(t *testing.T) {
 		if CheckDraftK(k) == nil {
 			t.Errorf("draft length %d accepted", k)
 		}
+	}
+}
+
+// TestAdapt: the draft length follows the measured costs and acceptance.
+// With a drafter step at 5% of a target step and verify rows at 10%, a
+// high acceptance picks long drafts and a middling one shorter drafts; a
+// collapsed acceptance switches to plain steps, probing again at doubling
+// intervals (a handful of probe rounds in 4,000 tokens); and costs at
+// which drafting could not pay even if every draft were kept stop drafting
+// for the reply.
+func TestAdapt(t *testing.T) {
+	const step = time.Millisecond
+	run := func(alpha float64, draft, row time.Duration, tokens int) (ks []int) {
+		var a adapt
+		a.init(MaxDraftK, false)
+		a.reset()
+		r := rand.New(rand.NewPCG(1, 2))
+		for n := 0; n < tokens; {
+			k := a.next(n)
+			ks = append(ks, k)
+			if k == 0 {
+				a.plainStep(step)
+				n++
+				continue
+			}
+			kept := 0
+			for kept < k && r.Float64() < alpha {
+				kept++
+			}
+			a.round(k, kept, time.Duration(k)*draft, step+time.Duration(k)*row)
+			n += kept + 1
+		}
+		return ks
+	}
+	last := func(ks []int) int { return ks[len(ks)-1] }
+	if k := last(run(0.95, step/20, step/10, 400)); k < 8 {
+		t.Errorf("acceptance 0.95: k = %d, want a long draft", k)
+	}
+	if k := last(run(0.6, step/20, step/10, 400)); k < 1 || k > 5 {
+		t.Errorf("acceptance 0.6: k = %d, want a short draft", k)
+	}
+	ks := run(0, step/20, step/10, 4000)
+	probes := 0
+	for _, k := range ks[10:] {
+		if k > 0 {
+			probes++
+		}
+	}
+	if last(ks) != 0 || probes > 8 {
+		t.Errorf("acceptance 0: %d probe rounds in 4,000 tokens, last k %d", probes, last(ks))
+	}
+	ks = run(1, step/2, step, 400)
+	if slices.ContainsFunc(ks[10:], func(k int) bool { return k > 0 }) {
+		t.Errorf("unpayable costs: drafting went on (%v)", ks)
 	}
 }

@@ -183,6 +183,21 @@ func BenchmarkLUTMulCache(b *testing.B) {
 		if !m.Int8Activations() {
 			continue
 		}
+		// The peer of the multi-row kernel: eight rows as eight one-row products.
+		b.Run(fmt.Sprintf("%s/int8/T=8/row-by-row", benchName(f)), func(b *testing.B) {
+			x, dst := randomX(8, in, 2), tensor.New(1, out)
+			qs := make([]Int8Input, 8)
+			for t := range qs {
+				m.QuantizeInput(&qs[t], tensor.FromSlice(1, in, x.Row(t)))
+			}
+			b.SetBytes(m.Bytes())
+			for b.Loop() {
+				for t := range qs {
+					m.MulInt8(dst, &qs[t])
+				}
+			}
+			b.ReportMetric(float64(m.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
 		for _, T := range []int{1, 2, 4, 8, 16} {
 			b.Run(fmt.Sprintf("%s/int8/T=%d", benchName(f), T), func(b *testing.B) {
 				x, dst := randomX(T, in, 2), tensor.New(T, out)

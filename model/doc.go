@@ -29,10 +29,18 @@
 // weights; lut.Int8Input), each input quantized once per step for all the
 // products that read it.
 //
+// Verify (verify.go) runs a block of tokens as that many decode steps in
+// one forward — each row a decode step bit for bit, the weights read once
+// for all rows — and leaves the rows pending until Commit keeps a prefix:
+// speculative decoding's verify block, where rejected rows never reach
+// the State (DeltaNet rows run on working copies made once per block, KV
+// rows are truncated).
+//
 // Files: config.go (Config), tensors.go (the tensor inventory of a config),
 // load.go (Load from a Source), model.go (Forward, the decoder layer and
 // MLP), deltanet.go and deltarule.go (§7–8), attention.go and rope.go (§6),
-// state.go (State, Mark/Rewind), ops.go and exp.go (norms, σ, silu,
+// state.go (State, Mark/Rewind), verify.go (Verify/Commit), snapshot.go
+// (Snapshot/Restore), ops.go and exp.go (norms, σ, silu,
 // softplus, a 2-ulp float32 exp), rows.go (row-parallel norms and SwiGLU),
 // stage.go (a decode step's products on the pool, stepMode), act.go (Act:
 // int8 activations), kvcache.go (KV: the int8 KV cache), vec.go,

@@ -436,3 +436,51 @@ func (fractionTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	return ticks
 }
+
+// PointsPNG writes to path (which must not exist) a PNG of points (xs[i],
+// ys[i]) with ±errs[i] error bars and integer ticks at every x from
+// xs[0] to the last: a per-row figure such as forge ab's KL of verify
+// blocks against decode steps. The y axis starts at 0 and shows at least
+// yMin (an exact result, all zeros, still draws an axis).
+func PointsPNG(path, title, xLabel, yLabel string, xs, ys, errs []float64, yMin float64) error {
+	if len(xs) == 0 || len(ys) != len(xs) || len(errs) != len(xs) {
+		return fmt.Errorf("%s: %d x, %d y, %d error values to plot", path, len(xs), len(ys), len(errs))
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
+	pts := make(plotter.XYs, len(xs))
+	bars := make(plotter.YErrors, len(xs))
+	top := yMin
+	ticks := []plot.Tick{}
+	for i := range xs {
+		pts[i] = plotter.XY{X: xs[i], Y: ys[i]}
+		bars[i].Low, bars[i].High = errs[i], errs[i]
+		top = max(top, 1.2*(ys[i]+errs[i]))
+		ticks = append(ticks, plot.Tick{Value: xs[i], Label: strconv.FormatFloat(xs[i], 'g', -1, 64)})
+	}
+	s, err := plotter.NewScatter(pts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	s.GlyphStyle.Radius = vg.Points(3)
+	s.GlyphStyle.Color = runColors[0]
+	eb, err := plotter.NewYErrorBars(struct {
+		plotter.XYer
+		plotter.YErrorer
+	}{pts, bars})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	p.Add(plotter.NewGrid(), s, eb)
+	p.X.Min, p.X.Max = xs[0]-0.5, xs[len(xs)-1]+0.5
+	p.Y.Min, p.Y.Max = 0, top
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	c := vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(plotDPI))
+	p.Draw(draw.Crop(draw.New(c), plotMargin, -plotMargin, plotMargin/2, -plotMargin/2))
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return durable.WriteNew(path, buf.Bytes())
+}
