@@ -40,6 +40,11 @@ func (e *Engine) newRun(req Request, emit func(string) error) *run {
 // ends; room is the most tokens it may generate.
 func (g *run) decode(ctx context.Context, logits []float32, room int) error {
 	e := g.e
+	bt := e.opts.Batcher
+	if bt.On() {
+		bt.join()
+		defer bt.leave()
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return g.finish(FinishCancel, err)
@@ -57,11 +62,18 @@ func (g *run) decode(ctx context.Context, logits []float32, room int) error {
 			}
 			continue
 		}
-		g.one[0] = id
-		lg := e.m.Forward(e.s, g.one[:])
+		if bt.On() {
+			e.step.tok = id
+			if err := bt.step(&e.step); err != nil {
+				return g.finish(FinishError, err)
+			}
+			logits = e.step.logits
+		} else {
+			g.one[0] = id
+			logits = e.m.Forward(e.s, g.one[:]).Row(0)
+		}
 		g.res.Metrics.TargetCalls++
 		e.fed = append(e.fed, id)
-		logits = lg.Row(0)
 	}
 }
 
@@ -84,7 +96,11 @@ func (g *run) sample(logits []float32) (int, error) {
 // with the error that ended it, if any.
 func (g *run) take(id int, logits []float32, room int) (done bool, err error) {
 	if g.req.Logprobs && !g.stops[id] {
-		g.res.Logprobs = append(g.res.Logprobs, logprobOf(logits, id, g.req.TopLogprobs))
+		lp := logprobOf(logits, id, g.req.TopLogprobs)
+		g.res.Logprobs = append(g.res.Logprobs, lp)
+		if g.req.OnLogprob != nil {
+			g.req.OnLogprob(lp)
+		}
 	}
 	if g.stops[id] {
 		g.res.StopToken = id

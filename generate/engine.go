@@ -60,6 +60,10 @@ type Request struct {
 	// Logits, when set, receives before each sampled token the logits
 	// [vocab] it is sampled from (read only, valid during the call).
 	Logits func(logits []float32)
+	// OnLogprob, when set with Logprobs, receives each entry of
+	// Result.Logprobs as it is made, before the token's text is released
+	// (streaming).
+	OnLogprob func(Logprob)
 }
 
 // Metrics are one reply's measurements (§4.6 of the reference).
@@ -149,6 +153,9 @@ type Options struct {
 	// DraftFixed makes every round draft DraftK tokens (measurements,
 	// tests), where the length otherwise adapts.
 	DraftFixed bool
+	// Batcher, when set and On, runs the plain decode steps of the Engines
+	// sharing it that decode at the same time as one batch (server slots).
+	Batcher *Batcher
 }
 
 // Engine generates replies from one Model for one conversation at a time:
@@ -164,6 +171,7 @@ type Engine struct {
 	cached   int // prompt tokens the last prefill reused
 	breakers *sample.Breakers
 	draft    *drafter // nil: plain decoding
+	step     stepReq  // a batched decode step's request (Options.Batcher)
 	turnID   int      // <|im_start|>, −1 if the tokenizer has none
 	userID   int      // "user", −1 if it is not one token
 }
@@ -184,6 +192,7 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, o Options) *Engine {
 	}
 	e := &Engine{lane: lane{m: m, s: m.NewStateKV(o.KV)}, tok: tok, opts: o, turnID: -1, userID: -1}
 	e.s.SetAct(o.Act)
+	e.step = stepReq{s: e.s, logits: make([]float32, m.Config().Vocab), done: make(chan struct{}, 1)}
 	if o.Draft != nil {
 		if o.Draft.Config().Vocab != m.Config().Vocab {
 			panic("generate.New: the drafter's vocabulary differs from the target's (CheckDraft)")

@@ -43,9 +43,11 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 			m.rope.apply(kh, cos, sin)
 		}
 	}
-	if s.kv == KVInt8 {
+	switch {
+	case s.rows != nil: // a StepBatch: each row in its own State's cache (batch.go)
+	case s.kv == KVInt8:
 		ls.q.append(sc.kp.Data, sc.vp.Data, hkv, D)
-	} else {
+	default:
 		ls.k = append(ls.k, sc.kp.Data...)
 		ls.v = append(ls.v, sc.vp.Data...)
 	}
@@ -55,7 +57,9 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	s.observeLayer(li, "self_attn.gate", &sc.gate)
 
 	sc.att.Resize(T, hq*D)
-	if T == 1 || s.verify {
+	if s.rows != nil {
+		a.attendRows(c, s, li)
+	} else if T == 1 || s.verify {
 		for t := range T { // a verify block's rows are decode steps at pos+t (verify.go)
 			a.attendStep(c, s.pos+s.pend+t, t, ls, sc)
 		}

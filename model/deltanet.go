@@ -34,11 +34,14 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	s.observeLayer(li, "linear_attn.z", &sc.z)
 
 	sc.xc.Resize(T, cd)
-	hist := ls.conv
-	if s.verify {
-		hist = ls.wconv // the block's working copy (verify.go)
+	switch {
+	case s.rows != nil: // a StepBatch: each row against its own State (batch.go)
+		d.convBatch(c, s, li)
+	case s.verify:
+		d.convolve(&sc.xc, &sc.x0, ls.wconv, c.ConvKernel) // the block's working copy (verify.go)
+	default:
+		d.convolve(&sc.xc, &sc.x0, ls.conv, c.ConvKernel)
 	}
-	d.convolve(&sc.xc, &sc.x0, hist, c.ConvKernel)
 	s.observeLayer(li, "linear_attn.conv_silu", &sc.xc)
 
 	// L2-normalise q and k per head; q then takes the 1/√dk scale (docs/model.md §7.5).
@@ -72,10 +75,13 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	s.observeLayer(li, "linear_attn.beta", &sc.gb)
 
 	sc.o.Resize(T, vt)
-	if s.verify {
+	switch {
+	case s.rows != nil:
+		d.ruleBatch(c, s, li)
+	case s.verify:
 		d.ruleRows(c, s, ls)
 		s.keepPending(ls)
-	} else {
+	default:
 		d.rule(c, s, ls)
 	}
 	s.observeLayer(li, "linear_attn.core_out", &sc.o)
@@ -162,20 +168,22 @@ func (d *deltaNet) rule(c *Config, s *State, ls *layerState) {
 // stepJob spreads a decode step's value heads over the worker pool; run is
 // the method value j.heads, built once per State so a step allocates nothing.
 // With rows > 0 (a verify block) each head runs the call's rows in turn on
-// the layer's working state.
+// the layer's working state; otherwise it runs row row (0 but in a
+// StepBatch) on ls's state.
 type stepJob struct {
 	d    *deltaNet
 	c    *Config
 	sc   *scratch
 	ls   *layerState
 	rows int
+	row  int
 	run  func(lo, hi int)
 }
 
 func (j *stepJob) heads(lo, hi int) {
 	for h := lo; h < hi; h++ {
 		if j.rows == 0 {
-			j.d.stepHead(j.c, j.sc, j.ls.rec, h, 0)
+			j.d.stepHead(j.c, j.sc, j.ls.rec, h, j.row)
 			continue
 		}
 		for t := range j.rows {

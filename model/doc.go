@@ -34,12 +34,14 @@
 // for all rows — and leaves the rows pending until Commit keeps a prefix:
 // speculative decoding's verify block, where rejected rows never reach
 // the State (DeltaNet rows run on working copies made once per block, KV
-// rows are truncated).
+// rows are truncated). StepBatch (batch.go) runs one decode step of each
+// of several States in one forward — server slots decoding at once — each
+// row again its State's decode step bit for bit.
 //
 // Files: config.go (Config), tensors.go (the tensor inventory of a config),
 // load.go (Load from a Source), model.go (Forward, the decoder layer and
 // MLP), deltanet.go and deltarule.go (§7–8), attention.go and rope.go (§6),
-// state.go (State, Mark/Rewind), verify.go (Verify/Commit), snapshot.go
+// state.go (State, Mark/Rewind), verify.go (Verify/Commit), batch.go (StepBatch), snapshot.go
 // (Snapshot/Restore), ops.go and exp.go (norms, σ, silu,
 // softplus, a 2-ulp float32 exp), rows.go (row-parallel norms and SwiGLU),
 // stage.go (a decode step's products on the pool, stepMode), act.go (Act:

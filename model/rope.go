@@ -24,11 +24,17 @@ func (r *rope) fill(sc *scratch, pos, T int) {
 	sc.cos = resize(sc.cos, T*half)
 	sc.sin = resize(sc.sin, T*half)
 	for t := range T {
-		for i, f := range r.invFreq {
-			s, c := math.Sincos(float64(pos+t) * f)
-			sc.cos[t*half+i] = float32(c)
-			sc.sin[t*half+i] = float32(s)
-		}
+		r.fillRow(sc, t, pos+t)
+	}
+}
+
+// fillRow writes row t of the tables (already sized) for position p.
+func (r *rope) fillRow(sc *scratch, t, p int) {
+	half := len(r.invFreq)
+	for i, f := range r.invFreq {
+		s, c := math.Sincos(float64(p) * f)
+		sc.cos[t*half+i] = float32(c)
+		sc.sin[t*half+i] = float32(s)
 	}
 }
 

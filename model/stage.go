@@ -78,9 +78,9 @@ func (s *State) products(x *tensor.Matrix) *stage {
 		st.run = st.chunk // built once, so do allocates nothing
 	}
 	rows := x.Rows
-	if s.verify {
+	if s.verify || s.rows != nil {
 		if rows > maxVerify {
-			panic("model: a verify block of more than 17 rows")
+			panic("model: a verify block or step batch of more than 17 rows")
 		}
 		rows = 1 // each row as a decode step
 		for t := range x.Rows {
@@ -88,7 +88,7 @@ func (s *State) products(x *tensor.Matrix) *stage {
 		}
 	}
 	st.x, st.n, st.bytes, st.split, st.alone = x, 0, 0, rows == 1, s.sc.mode.alone
-	st.exact = s.verify
+	st.exact = s.verify || s.rows != nil
 	st.act8 = s.int8Step(rows)
 	return st
 }

@@ -20,11 +20,12 @@ import (
 type State struct {
 	cfg    *Config
 	pos    int
-	broken bool // a ForwardContext call was cancelled midway: Reset or Rewind first
-	pend   int  // rows run by Verify and not yet committed (verify.go)
-	verify bool // the forward running is a Verify block
-	kv     KV   // how attention layers store keys and values
-	act    Act  // how steps multiply activations by quantized weights
+	broken bool     // a ForwardContext call was cancelled midway: Reset or Rewind first
+	pend   int      // rows run by Verify and not yet committed (verify.go)
+	verify bool     // the forward running is a Verify block
+	rows   []*State // the forward running is a StepBatch of these States (a Batch's State, batch.go)
+	kv     KV       // how attention layers store keys and values
+	act    Act      // how steps multiply activations by quantized weights
 	layers []layerState
 	marks  []*snapshot // live marks, oldest first
 	free   []*snapshot // recycled snapshots (Mark does not allocate in steady state)

@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"forge/model"
@@ -50,6 +51,52 @@ func BenchmarkVerify(b *testing.B) {
 					s.Commit(T)
 				}
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/block")
+			})
+		}
+	}
+}
+
+// BenchmarkDecodeBatch: n sequences decoding at once (server slots), int8
+// activations: "apart", each on its own goroutine with decode steps on
+// the shared pool, against "batched", one StepBatch of the n rows per step;
+// tok/s of all n together ("one" is a single sequence alone).
+func BenchmarkDecodeBatch(b *testing.B) {
+	for name, dir := range benchModels(b) {
+		m := benchModel(b, name, dir)
+		for _, mode := range []string{"one", "apart", "batched"} {
+			n := 2
+			if mode == "one" {
+				n = 1
+			}
+			b.Run(name+"/"+mode, func(b *testing.B) {
+				states := make([]*model.State, n)
+				marks := make([]model.Mark, n)
+				for i := range states {
+					states[i] = m.NewState()
+					states[i].SetAct(model.ActInt8)
+					marks[i] = decodeStart(m, states[i])
+				}
+				b.ResetTimer()
+				if mode == "batched" {
+					bat, toks := m.NewBatch(), make([]int, n)
+					for range b.N {
+						if states[0].Pos()+1 > 4+decodeWindow {
+							for i, s := range states {
+								s.Rewind(marks[i])
+							}
+						}
+						if _, err := m.StepBatch(bat, states, toks); err != nil {
+							b.Fatal(err)
+						}
+					}
+				} else {
+					var wg sync.WaitGroup
+					for i, s := range states {
+						wg.Go(func() { decodeSteps(m, s, marks[i], b.N) })
+					}
+					wg.Wait()
+				}
+				b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tok/s")
 			})
 		}
 	}

@@ -240,7 +240,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	gr, err := s.request(&req.genRequest, prompt, think)
 	if err == nil {
-		err = req.logprobFields.apply(&gr, req.Stream)
+		err = req.logprobFields.apply(&gr)
 	}
 	if err != nil {
 		fail(w, err)
@@ -270,7 +270,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	gr, err := s.request(&req.genRequest, prompt, false)
 	if err == nil && req.Logprobs != nil {
 		n := *req.Logprobs
-		err = logprobFields{Logprobs: true, TopLogprobs: &n}.apply(&gr, req.Stream)
+		err = logprobFields{Logprobs: true, TopLogprobs: &n}.apply(&gr)
 	}
 	if err != nil {
 		fail(w, err)
@@ -307,10 +307,13 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, rp reply, gr g
 	var st *streamer
 	emit := func(string) error { return nil }
 	if rp.stream {
-		st = &streamer{w: w, id: id, obj: chunkObj, model: s.opt.Name, created: created, chat: rp.chat,
+		st = &streamer{s: s, w: w, id: id, obj: chunkObj, model: s.opt.Name, created: created, chat: rp.chat,
 			split: newSplitter(rp.think), calls: newToolParser(rp.tools)}
 		st.begin()
 		emit = st.text
+		if rp.logprobs {
+			gr.OnLogprob = func(lp generate.Logprob) { st.lps = append(st.lps, lp) }
+		}
 	}
 	res, err := sl.e.Generate(r.Context(), gr, emit)
 	done = &finished{mt: res.Metrics, finish: res.Finish}
@@ -332,7 +335,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, rp reply, gr g
 	if rp.logprobs && rp.chat {
 		logprobs = s.chatLogprobs(res.Logprobs)
 	} else if rp.logprobs {
-		logprobs = s.completionLogprobs(res.Logprobs)
+		logprobs = s.completionLogprobs(res.Logprobs, 0)
 	}
 	if !rp.chat {
 		writeJSON(w, map[string]any{"id": id, "object": obj, "created": created, "model": s.opt.Name,
@@ -425,6 +428,9 @@ func randHex(n int) string {
 
 // streamer writes a streamed reply as server-sent events.
 type streamer struct {
+	s              *Server
+	lps            []generate.Logprob // logprobs not sent yet (logprobFields.apply)
+	lpOff          int                // bytes of the tokens whose logprobs were sent (legacy text_offset)
 	w              http.ResponseWriter
 	id, obj, model string
 	created        int64
@@ -516,7 +522,7 @@ func (st *streamer) send(delta map[string]any, finish *string) error {
 		f = *finish
 	}
 	return st.write(map[string]any{"id": st.id, "object": st.obj, "created": st.created, "model": st.model,
-		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": f, "logprobs": nil}}})
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": f, "logprobs": st.logprobs()}}})
 }
 
 func (st *streamer) sendText(t string, finish *string) error {
@@ -525,7 +531,26 @@ func (st *streamer) sendText(t string, finish *string) error {
 		f = *finish
 	}
 	return st.write(map[string]any{"id": st.id, "object": st.obj, "created": st.created, "model": st.model,
-		"choices": []any{map[string]any{"index": 0, "text": t, "finish_reason": f, "logprobs": nil}}})
+		"choices": []any{map[string]any{"index": 0, "text": t, "finish_reason": f, "logprobs": st.logprobs()}}})
+}
+
+// logprobs takes the entries not sent yet as a chunk's logprobs object
+// (nil when there are none).
+func (st *streamer) logprobs() any {
+	if len(st.lps) == 0 {
+		return nil
+	}
+	var out map[string]any
+	if st.chat {
+		out = st.s.chatLogprobs(st.lps)
+	} else {
+		out = st.s.completionLogprobs(st.lps, st.lpOff)
+		for _, lp := range st.lps {
+			st.lpOff += len(st.s.tok.TokenBytes(lp.ID))
+		}
+	}
+	st.lps = st.lps[:0]
+	return out
 }
 
 // write sends one event; a write error (the client left) stops the reply.

@@ -14,6 +14,14 @@
 // and logprobs (generate's package documentation says why; the tests
 // compare hundreds of conversations and a 1,000-request load).
 //
+// Slots decoding at the same time run their decode steps as one batch
+// (Options.Batch, generate.Batcher: one model.StepBatch reads the weights
+// once for every slot's row) when a step reads enough weights for that to
+// be faster; each row is its slot's own decode step bit for bit, so
+// batching never changes a reply. With Options.Draft every slot decodes
+// speculatively instead (generate's package documentation), the drafter's
+// State cached beside the target's.
+//
 // Replies: reasoning_content is the text before "</think>" when thinking
 // is on, Qwen XML tool calls (<tool_call><function=NAME><parameter=KEY>)
 // become tool_calls typed by the tool's JSON schema, and streaming (SSE)
@@ -22,7 +30,9 @@
 // generated (id and name once "<function=NAME>" is complete, then argument
 // deltas: string values piece by piece, typed values whole), a finish
 // chunk, a usage chunk when asked, then [DONE]. logprobs (with up to 20
-// top_logprobs) come with whole replies. Errors are OpenAI's {"error":
+// top_logprobs) come with whole replies and streamed ones, a token's entry
+// in the first chunk after it is sampled (its text may be held back a
+// little longer). Errors are OpenAI's {"error":
 // {"message", "type", "code"}}; /metrics serves Prometheus series.
 //
 // Files: server.go (Server, routes, slots and queue, errors, health),

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,23 +19,25 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
+	"forge/generate"
 	"forge/server"
 )
 
 // TestLoad: 1,000 mixed requests (streamed and whole, with and without
 // tools, short and long prompts over shared system prompts) from 16
 // concurrent clients, 10% of them leaving mid-stream, against a server
-// with 2 slots and a small prompt cache: no 5xx and no broken connection,
-// every completed reply equal to the same request's reply from a server
-// without a cache, and afterwards the heap (past the cache's budget) and
-// the goroutines back where they were before the load.
+// with 2 slots, a small prompt cache and batched decode steps: no 5xx and
+// no broken connection, every completed reply equal to the same request's
+// reply from a server without a cache (nor batching), steps shared by the
+// slots, and afterwards the heap (past the cache's budget) and the
+// goroutines back where they were before the load.
 func TestLoad(t *testing.T) {
 	requests, clients := 1000, 16
 	if !fastKernels {
 		requests = 200 // the pure-Go kernels are ~5× slower; the vector run sends 1,000
 	}
 	const cacheMB = 8
-	url, c := start(t, server.Options{Slots: 2, Queue: 2 * clients, CacheMB: cacheMB})
+	url, c := start(t, server.Options{Slots: 2, Queue: 2 * clients, CacheMB: cacheMB, Batch: generate.BatchOn})
 	_, plain := start(t, server.Options{Slots: 1, NoCache: true})
 	g := rand.New(rand.NewPCG(21, 22))
 	words := strings.Fields("func main package return if else for range the river a of code print string int error nil go test list map value key loop")
@@ -182,6 +185,16 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("after the load: heap %d MiB, %d goroutines in the server; before: %d MiB (cache budget %d MiB)",
 			after.heap>>20, after.handlers, base.heap>>20, cacheMB)
 	}
+	var h struct {
+		Batch struct {
+			Steps  int `json:"steps"`
+			Shared int `json:"shared_steps"`
+		} `json:"batch"`
+	}
+	if err := json.Unmarshal([]byte(get(t, url+"/health")), &h); err != nil || h.Batch.Shared == 0 {
+		t.Fatalf("no decode step was batched with another slot's (%+v, %v)", h.Batch, err)
+	}
+	t.Logf("batched decode steps: %d of %d", h.Batch.Shared, h.Batch.Steps)
 	t.Logf("%d requests (%d left mid-stream) from %d clients in %.1f s: %.1f requests/s; heap %d → %d MiB",
 		requests, left.Load(), clients, sec, float64(requests)/sec, base.heap>>20, after.heap>>20)
 }

@@ -10,18 +10,17 @@ type logprobFields struct {
 	TopLogprobs *int `json:"top_logprobs"`
 }
 
-// apply sets gr's logprob fields: top_logprobs needs logprobs, 0–20
-// candidates, and a reply that is not streamed (streamed text is released
-// in pieces that need not end at token boundaries).
-func (f logprobFields) apply(gr *generate.Request, stream bool) error {
+// apply sets gr's logprob fields: top_logprobs needs logprobs and 0–20
+// candidates. A streamed reply carries each token's entry in the first
+// chunk sent after the token was sampled (its text may be held back a
+// little longer, for a stop string or a tag), the rest in the finish
+// chunk: the chunks' entries put together are the whole reply's.
+func (f logprobFields) apply(gr *generate.Request) error {
 	if !f.Logprobs {
 		if f.TopLogprobs != nil {
 			return badRequest("invalid_value", "top_logprobs needs logprobs: true")
 		}
 		return nil
-	}
-	if stream {
-		return badRequest("invalid_value", "logprobs are not supported with stream: true")
 	}
 	gr.Logprobs = true
 	if f.TopLogprobs != nil {
@@ -60,13 +59,13 @@ func (s *Server) tokenLogprob(id int, lp float64) map[string]any {
 	return map[string]any{"token": string(b), "logprob": lp, "bytes": ints}
 }
 
-// completionLogprobs is a legacy completion choice's logprobs object.
-func (s *Server) completionLogprobs(lps []generate.Logprob) map[string]any {
+// completionLogprobs is a legacy completion choice's logprobs object; the
+// text offsets count from off (the bytes of the tokens before lps).
+func (s *Server) completionLogprobs(lps []generate.Logprob, off int) map[string]any {
 	tokens := make([]string, len(lps))
 	values := make([]float64, len(lps))
 	tops := make([]map[string]float64, len(lps))
 	offsets := make([]int, len(lps))
-	off := 0
 	for i, lp := range lps {
 		tokens[i] = string(s.tok.TokenBytes(lp.ID))
 		values[i] = lp.Logprob

@@ -47,6 +47,11 @@ type Options struct {
 	DraftK     int
 	DraftFixed bool
 	DraftName  string
+	// Batch is whether slots decoding at the same time run their steps as
+	// one batch (generate.Batcher): generate.BatchAuto (the zero value:
+	// when a step reads at least generate.BatchBytes of weights),
+	// generate.BatchOn or generate.BatchOff.
+	Batch int
 }
 
 // Limits of a request besides the body size.
@@ -68,6 +73,7 @@ type Server struct {
 	wait  chan struct{} // queue places: a request holds one while it waits
 	start time.Time
 	cache *generate.Cache // shared by the slots; nil: none
+	batch *generate.Batcher
 
 	mu   sync.Mutex
 	last *finished // the request that finished last (for /health), nil before the first
@@ -112,9 +118,10 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opt Options) *Server {
 		s.cache = generate.NewCache(int64(opt.CacheMB) << 20)
 	}
 	s.met = newMetrics(s.cache, opt.Draft != nil)
+	s.batch = generate.NewBatcher(m, opt.Batch)
 	for i := range opt.Slots {
 		sl := &slot{id: i, e: generate.New(m, tok, generate.Options{KV: opt.KV, Act: opt.Act, Cache: s.cache, NoReuse: opt.NoCache,
-			Draft: opt.Draft, DraftK: opt.DraftK, DraftFixed: opt.DraftFixed})}
+			Draft: opt.Draft, DraftK: opt.DraftK, DraftFixed: opt.DraftFixed, Batcher: s.batch})}
 		s.slots = append(s.slots, sl)
 		s.free <- sl
 	}
@@ -317,6 +324,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	h := map[string]any{"status": "ok", "model": s.opt.Name, "context": s.m.Config().MaxContext,
 		"kv_cache_dtype": s.opt.KV.String(), "activations": s.opt.Act.String(), "slots": len(s.slots),
 		"idle_slots": len(s.free), "queued": len(s.wait)}
+	bs := s.batch.Stats()
+	h["batch"] = map[string]any{"on": s.batch.On(), "batches": bs.Batches, "steps": bs.Rows, "shared_steps": bs.Shared}
 	if s.cache != nil {
 		st := s.cache.Stats()
 		h["prompt_cache"] = map[string]any{"entries": st.Entries, "bytes": st.Bytes, "budget_bytes": s.cache.Budget(),

@@ -182,6 +182,54 @@ func TestCompletions(t *testing.T) {
 			t.Fatalf("step %d: %v, top %v, offset %d", i, lp.TokenLogprobs[i], top, lp.TextOffset[i])
 		}
 	}
+	// Streamed, the chunks' logprobs put together are the whole reply's,
+	// offsets counting from the start of the reply.
+	st := c.Completions.NewStreaming(ctx, p)
+	var toks []string
+	var vals []float64
+	var offs []int64
+	for st.Next() {
+		for _, ch := range st.Current().Choices {
+			toks = append(toks, ch.Logprobs.Tokens...)
+			vals = append(vals, ch.Logprobs.TokenLogprobs...)
+			offs = append(offs, ch.Logprobs.TextOffset...)
+		}
+	}
+	if st.Err() != nil || !slices.Equal(toks, lp.Tokens) || !slices.Equal(vals, lp.TokenLogprobs) || !slices.Equal(offs, lp.TextOffset) {
+		t.Fatalf("streamed logprobs %v %v %v (%v), whole %v %v %v", toks, vals, offs, st.Err(), lp.Tokens, lp.TokenLogprobs, lp.TextOffset)
+	}
+}
+
+// TestStreamLogprobs: a streamed chat reply with logprobs (and 3
+// candidates) carries each token's entry in its chunks, the entries put
+// together being exactly the whole reply's, with reasoning (thinking on)
+// and a stop string held back in the stream.
+func TestStreamLogprobs(t *testing.T) {
+	_, c := start(t, server.Options{})
+	ctx := context.Background()
+	for _, think := range []bool{false, true} {
+		p := greedy([]openai.ChatCompletionMessageParamUnion{openai.UserMessage("Write a Go loop that prints ten numbers.")}, 48)
+		p.Logprobs, p.TopLogprobs = openai.Bool(true), openai.Int(3)
+		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfString: openai.String("}\n}")}
+		if think {
+			p.SetExtraFields(map[string]any{"chat_template_kwargs": map[string]any{"enable_thinking": true}})
+		}
+		whole, err := c.Chat.Completions.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := whole.Choices[0].Logprobs.Content
+		st := c.Chat.Completions.NewStreaming(ctx, p)
+		var got []openai.ChatCompletionTokenLogprob
+		for st.Next() {
+			for _, ch := range st.Current().Choices {
+				got = append(got, ch.Logprobs.Content...)
+			}
+		}
+		if st.Err() != nil || len(want) == 0 || !sameLogprobs(got, want) {
+			t.Fatalf("think %v: %d streamed entries (%v), %d whole", think, len(got), st.Err(), len(want))
+		}
+	}
 }
 
 // TestErrors: every error is OpenAI's object with the right status, as
@@ -226,7 +274,6 @@ func TestErrors(t *testing.T) {
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"stop":[""]}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":-1}`, 400},
 		{"POST", "/v1/completions", `{"prompt":""}`, 400},
-		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"stream":true}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"top_logprobs":2}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":21}`, 400},
 		{"POST", "/v1/completions", `{"prompt":"hi","logprobs":-1}`, 400},

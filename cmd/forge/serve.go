@@ -32,6 +32,7 @@ type ServeCmd struct {
 	CORS      []string `name:"cors-origin" placeholder:"ORIGIN" help:"A browser origin allowed to read /health and /v1/models (repeat for several; CORS is off by default and never opens the completion routes)."`
 	Draft     string   `placeholder:"DIR" type:"existingdir" help:"A small model with the same tokenizer that drafts tokens for speculative decoding in every slot (the same replies, fewer target steps)."`
 	DraftK    int      `name:"draft-k" placeholder:"K" help:"With --draft: the most tokens drafted per target call, 1–16 (default ${draft_k}); the length adapts to the acceptance rate."`
+	Batch     string   `default:"auto" enum:"auto,on,off" help:"Run the decode steps of slots decoding at the same time as one batch that reads the weights once: auto (when a step reads at least 64 MiB of weights; smaller models step faster apart), on or off. Replies are the same either way."`
 }
 
 func (c *ServeCmd) Run(ctx context.Context) error {
@@ -69,7 +70,7 @@ func (c *ServeCmd) Run(ctx context.Context) error {
 	return forge.Serve(ctx, forge.ServeConfig{Model: c.Model, Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), Draft: c.Draft,
 		Options: server.Options{Slots: c.Parallel, Queue: q, APIKey: c.APIKey, MaxTokens: c.MaxTokens,
 			Think: c.Think, KV: kv, Act: act, MaxBody: c.MaxBody, MaxPrompt: c.MaxPrompt, CacheMB: cache, CORSOrigins: c.CORS,
-			DraftK: c.DraftK},
+			DraftK: c.DraftK, Batch: map[string]int{"auto": generate.BatchAuto, "on": generate.BatchOn, "off": generate.BatchOff}[c.Batch]},
 		Ready: func(addr string) {
 			fmt.Fprintf(os.Stderr, "forge serve: %s on http://%s/v1 (%d slots)\n", c.Model, addr, c.Parallel)
 		}})
