@@ -220,3 +220,50 @@ func TestDraftSamplingIsExact(t *testing.T) {
 		t.Errorf("the drafter's own replies are within the bound of the target's everywhere: the test cannot tell them apart")
 	}
 }
+
+// TestDraftSamplingIsExactTiny: the same comparison on forge-tiny drafted
+// by forge-tiny-draft (the real pair, where most drafts are kept): 600
+// replies of 3 tokens each way, top-k 8, presence, DRY and a stop token,
+// every position and adjacent pair within tvBound at δ = 1e-6. It runs
+// with the vector kernels (a reply costs milliseconds here); the rule
+// itself is checked by the pure-Go run on the small random pair above.
+func TestDraftSamplingIsExactTiny(t *testing.T) {
+	if !fastKernels {
+		t.Skip("forge-tiny's replies are slow with the portable kernels; the random pair checks the rule in this run")
+	}
+	target, tok := tiny(t)
+	draft, _ := tinyDraft(t)
+	const n, L, delta = 600, 3, 1e-6
+	prompt := mustPrompt(t, tok, "func main() {\n\tfmt.")
+	opts := sample.Options{Temperature: 1, TopK: 8, Presence: 0.3, DRY: sample.DRY{Multiplier: 0.5, Allowed: 1}}
+	req := Request{Prompt: prompt, MaxTokens: L, LoopGuard: -1, Sample: opts}
+	pilot := replies(t, New(target, tok, Options{}), req, 200, L, 1<<40)
+	count := map[int]int{}
+	for _, r := range pilot {
+		count[r[1]]++
+	}
+	stop, best := -1, 0
+	for id, c := range count {
+		if id >= 0 && c > best {
+			stop, best = id, c
+		}
+	}
+	req.StopTokens = []int{stop}
+	plain := replies(t, New(target, tok, Options{}), req, n, L, 0)
+	plain2 := replies(t, New(target, tok, Options{}), req, n, L, 1<<32)
+	drafted := replies(t, New(target, tok, Options{Draft: draft, DraftK: 2, DraftFixed: true}), req, n, L, 2<<32)
+	for p := range 2*L - 1 {
+		key, name := func(r []int) string { return fmt.Sprint(r[p]) }, fmt.Sprintf("position %d", p)
+		if p >= L {
+			q := p - L
+			key, name = func(r []int) string { return fmt.Sprint(r[q], r[q+1]) }, fmt.Sprintf("pair %d,%d", q, q+1)
+		}
+		tv, k := tvStats(drafted, plain, key)
+		tv2, k2 := tvStats(plain2, plain, key)
+		bound := tvBound(n, max(k, k2), delta)
+		t.Logf("%s: TV(drafted, plain) %.4f, TV(plain, plain) %.4f, bound %.4f (%d categories)", name, tv, tv2, bound, max(k, k2))
+		if tv > bound || tv2 > bound {
+			t.Errorf("%s: TV %.4f (plain vs plain %.4f) beyond the bound %.4f", name, tv, tv2, bound)
+		}
+	}
+}
