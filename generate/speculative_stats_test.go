@@ -73,27 +73,75 @@ func synthPair(t *testing.T) (target, draft *model.Model, tok *tokenizer.Tokeniz
 }
 
 // replies samples n replies of up to L tokens, seeds seed0…, and returns
-// per position the token (−1: the reply had ended) of each.
-func replies(t *testing.T, e *Engine, req Request, n, L int, seed0 uint64) [][]int {
-	out := make([][]int, n)
+// per position the token (−1: the reply had ended; the stop token is an
+// outcome of its own), with the drafts kept and drafted over all of them.
+func replies(t *testing.T, e *Engine, req Request, n, L int, seed0 uint64) (out [][]int, kept, drafted int) {
+	out = make([][]int, n)
 	for i := range out {
 		req.Sample.Seed = seed0 + uint64(i)
 		res, err := e.Generate(context.Background(), req, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		kept += res.Metrics.Kept
+		drafted += res.Metrics.Drafted
 		row := make([]int, L)
 		for p := range row {
 			row[p] = -1
 			if p < len(res.Tokens) {
 				row[p] = res.Tokens[p]
 			} else if p == len(res.Tokens) && res.StopToken >= 0 {
-				row[p] = res.StopToken // the stop token is a outcome of its own
+				row[p] = res.StopToken
 			}
 		}
 		out[i] = row
 	}
-	return out
+	return out, kept, drafted
+}
+
+// checkSamples compares the replies of drafted and plain sampling (and
+// of two plain runs) at every position and adjacent pair against
+// tvBound(δ), and reports whether the drafter's own replies (alone, if
+// given) are beyond the bound somewhere.
+func checkSamples(t *testing.T, n, L int, delta float64, drafted, plain, plain2, alone [][]int) (apart bool) {
+	t.Helper()
+	for p := range 2*L - 1 {
+		key, name := func(r []int) string { return fmt.Sprint(r[p]) }, fmt.Sprintf("position %d", p)
+		if p >= L {
+			q := p - L
+			key, name = func(r []int) string { return fmt.Sprint(r[q], r[q+1]) }, fmt.Sprintf("pair %d,%d", q, q+1)
+		}
+		tv, k := tvStats(drafted, plain, key)
+		tv2, k2 := tvStats(plain2, plain, key)
+		bound := tvBound(n, max(k, k2), delta)
+		t.Logf("%s: TV(drafted, plain) %.4f, TV(plain, plain) %.4f, bound %.4f (%d categories)", name, tv, tv2, bound, max(k, k2))
+		if tv > bound || tv2 > bound {
+			t.Errorf("%s: TV %.4f (plain vs plain %.4f) beyond the bound %.4f", name, tv, tv2, bound)
+		}
+		if alone != nil {
+			tvq, kq := tvStats(alone, plain, key)
+			t.Logf("%s: TV(drafter alone, plain) %.4f", name, tvq)
+			apart = apart || tvq > tvBound(n, kq, delta)
+		}
+	}
+	return apart
+}
+
+// pilotStop returns the most frequent second token of n replies: a stop
+// token that ends many replies early.
+func pilotStop(t *testing.T, e *Engine, req Request, n, L int) int {
+	pilot, _, _ := replies(t, e, req, n, L, 1<<40)
+	count := map[int]int{}
+	for _, r := range pilot {
+		count[r[1]]++
+	}
+	stop, best := -1, 0
+	for id, c := range count {
+		if id >= 0 && c > best {
+			stop, best = id, c
+		}
+	}
+	return stop
 }
 
 // tvStats returns the total-variation distance between the empirical
@@ -151,71 +199,19 @@ func TestDraftSamplingIsExact(t *testing.T) {
 	opts := sample.Options{Temperature: 1, TopK: 6, Presence: 0.4, DRY: sample.DRY{Multiplier: 0.6, Allowed: 1}}
 	req := Request{Prompt: prompt, MaxTokens: L, LoopGuard: -1, Sample: opts}
 
-	// The stop token: the most frequent second token of a pilot run.
-	pilot := replies(t, New(target, tok, Options{}), req, 300, L, 1<<40)
-	count := map[int]int{}
-	for _, r := range pilot {
-		count[r[1]]++
-	}
-	stop, best := -1, 0
-	for id, c := range count {
-		if id >= 0 && c > best {
-			stop, best = id, c
-		}
-	}
+	stop := pilotStop(t, New(target, tok, Options{}), req, 300, L)
 	req.StopTokens = []int{stop}
 
-	plain := replies(t, New(target, tok, Options{}), req, n, L, 0)
-	plain2 := replies(t, New(target, tok, Options{}), req, n, L, 1<<32)
-	e := New(target, tok, Options{Draft: draft, DraftK: 3, DraftFixed: true})
-	drafted := make([][]int, 0, n)
-	var kept, drafts int
-	for i := range n {
-		req.Sample.Seed = 2<<32 + uint64(i)
-		res, err := e.Generate(context.Background(), req, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kept += res.Metrics.Kept
-		drafts += res.Metrics.Drafted
-		row := make([]int, L)
-		for p := range row {
-			row[p] = -1
-			if p < len(res.Tokens) {
-				row[p] = res.Tokens[p]
-			} else if p == len(res.Tokens) && res.StopToken >= 0 {
-				row[p] = res.StopToken
-			}
-		}
-		drafted = append(drafted, row)
-	}
-	req.StopTokens = []int{stop}
-	alone := replies(t, New(draft, tok, Options{}), req, n, L, 3<<32)
+	plain, _, _ := replies(t, New(target, tok, Options{}), req, n, L, 0)
+	plain2, _, _ := replies(t, New(target, tok, Options{}), req, n, L, 1<<32)
+	drafted, kept, drafts := replies(t, New(target, tok, Options{Draft: draft, DraftK: 3, DraftFixed: true}), req, n, L, 2<<32)
+	alone, _, _ := replies(t, New(draft, tok, Options{}), req, n, L, 3<<32)
 	if kept == 0 || kept == drafts {
 		t.Fatalf("kept %d of %d drafts: both outcomes must occur", kept, drafts)
 	}
 	t.Logf("stop token %d; kept %d of %d drafts (%.0f%%)", stop, kept, drafts, 100*float64(kept)/float64(drafts))
 
-	apart := false
-	for p := range 2*L - 1 {
-		key, name := func(r []int) string { return fmt.Sprint(r[p]) }, fmt.Sprintf("position %d", p)
-		if p >= L {
-			q := p - L
-			key, name = func(r []int) string { return fmt.Sprint(r[q], r[q+1]) }, fmt.Sprintf("pair %d,%d", q, q+1)
-		}
-		tv, k := tvStats(drafted, plain, key)
-		tv2, k2 := tvStats(plain2, plain, key)
-		tvq, kq := tvStats(alone, plain, key)
-		bound := tvBound(n, max(k, k2), delta)
-		t.Logf("%s: TV(drafted, plain) %.4f, TV(plain, plain) %.4f, TV(drafter alone, plain) %.4f, bound %.4f (%d categories)",
-			name, tv, tv2, tvq, bound, max(k, k2))
-		if tv > bound || tv2 > bound {
-			t.Errorf("%s: TV %.4f (plain vs plain %.4f) beyond the bound %.4f", name, tv, tv2, bound)
-		}
-		if tvq > tvBound(n, kq, delta) {
-			apart = true
-		}
-	}
+	apart := checkSamples(t, n, L, delta, drafted, plain, plain2, alone)
 	if !apart {
 		t.Errorf("the drafter's own replies are within the bound of the target's everywhere: the test cannot tell them apart")
 	}
@@ -237,33 +233,10 @@ func TestDraftSamplingIsExactTiny(t *testing.T) {
 	prompt := mustPrompt(t, tok, "func main() {\n\tfmt.")
 	opts := sample.Options{Temperature: 1, TopK: 8, Presence: 0.3, DRY: sample.DRY{Multiplier: 0.5, Allowed: 1}}
 	req := Request{Prompt: prompt, MaxTokens: L, LoopGuard: -1, Sample: opts}
-	pilot := replies(t, New(target, tok, Options{}), req, 200, L, 1<<40)
-	count := map[int]int{}
-	for _, r := range pilot {
-		count[r[1]]++
-	}
-	stop, best := -1, 0
-	for id, c := range count {
-		if id >= 0 && c > best {
-			stop, best = id, c
-		}
-	}
+	stop := pilotStop(t, New(target, tok, Options{}), req, 200, L)
 	req.StopTokens = []int{stop}
-	plain := replies(t, New(target, tok, Options{}), req, n, L, 0)
-	plain2 := replies(t, New(target, tok, Options{}), req, n, L, 1<<32)
-	drafted := replies(t, New(target, tok, Options{Draft: draft, DraftK: 2, DraftFixed: true}), req, n, L, 2<<32)
-	for p := range 2*L - 1 {
-		key, name := func(r []int) string { return fmt.Sprint(r[p]) }, fmt.Sprintf("position %d", p)
-		if p >= L {
-			q := p - L
-			key, name = func(r []int) string { return fmt.Sprint(r[q], r[q+1]) }, fmt.Sprintf("pair %d,%d", q, q+1)
-		}
-		tv, k := tvStats(drafted, plain, key)
-		tv2, k2 := tvStats(plain2, plain, key)
-		bound := tvBound(n, max(k, k2), delta)
-		t.Logf("%s: TV(drafted, plain) %.4f, TV(plain, plain) %.4f, bound %.4f (%d categories)", name, tv, tv2, bound, max(k, k2))
-		if tv > bound || tv2 > bound {
-			t.Errorf("%s: TV %.4f (plain vs plain %.4f) beyond the bound %.4f", name, tv, tv2, bound)
-		}
-	}
+	plain, _, _ := replies(t, New(target, tok, Options{}), req, n, L, 0)
+	plain2, _, _ := replies(t, New(target, tok, Options{}), req, n, L, 1<<32)
+	drafted, _, _ := replies(t, New(target, tok, Options{Draft: draft, DraftK: 2, DraftFixed: true}), req, n, L, 2<<32)
+	checkSamples(t, n, L, delta, drafted, plain, plain2, nil)
 }

@@ -49,19 +49,8 @@ func (c *ABCmd) Run(ctx context.Context) error {
 		return err
 	}
 	cfg.Model = c.Model
-	switch {
-	case c.Prompt != "" && c.Messages != "":
-		return errors.New("give a prompt or --messages, not both")
-	case c.Messages != "":
-		data, err := readSmall(c.Messages)
-		if err != nil {
-			return err
-		}
-		cfg.Prompt = forge.Prompt{Messages: data, Think: c.Think, Name: c.Messages}
-	case c.Prompt == "":
-		return errors.New("the prompt is empty: give a prompt text or --messages FILE")
-	default:
-		cfg.Prompt = forge.Prompt{Text: c.Prompt}
+	if cfg.Prompt, err = promptOf(c.Prompt, c.Messages, c.Think); err != nil {
+		return err
 	}
 	rep, err := forge.AB(ctx, forge.ABConfig{RunConfig: cfg, Seeds: seeds, TF: c.TF, Block: c.Block, EndMarker: c.EndMarker,
 		Progress: func(s string) { fmt.Fprintln(os.Stderr, "forge ab: "+s) }})

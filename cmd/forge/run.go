@@ -174,19 +174,8 @@ func (c *RunCmd) Run(ctx context.Context) error {
 		return err
 	}
 	cfg.Model = c.Model
-	switch {
-	case c.Prompt != "" && c.Messages != "":
-		return errors.New("give a prompt or --messages, not both")
-	case c.Messages != "":
-		data, err := readSmall(c.Messages)
-		if err != nil {
-			return err
-		}
-		cfg.Prompt = forge.Prompt{Messages: data, Think: c.Think, Name: c.Messages}
-	case c.Prompt == "":
-		return errors.New("the prompt is empty: give a prompt text or --messages FILE")
-	default:
-		cfg.Prompt = forge.Prompt{Text: c.Prompt}
+	if cfg.Prompt, err = promptOf(c.Prompt, c.Messages, c.Think); err != nil {
+		return err
 	}
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) // a closed pipe is an error, not death
 	var emit func(string) error
@@ -206,6 +195,24 @@ func (c *RunCmd) Run(ctx context.Context) error {
 	}
 	fmt.Fprintln(os.Stderr, summary(rep))
 	return quietStop(ctx, err)
+}
+
+// promptOf is the prompt of a command that takes a prompt text or
+// --messages FILE (rendered with the chat template, thinking if think).
+func promptOf(text, messages string, think bool) (forge.Prompt, error) {
+	switch {
+	case text != "" && messages != "":
+		return forge.Prompt{}, errors.New("give a prompt or --messages, not both")
+	case messages != "":
+		data, err := readSmall(messages)
+		if err != nil {
+			return forge.Prompt{}, err
+		}
+		return forge.Prompt{Messages: data, Think: think, Name: messages}, nil
+	case text == "":
+		return forge.Prompt{}, errors.New("the prompt is empty: give a prompt text or --messages FILE")
+	}
+	return forge.Prompt{Text: text}, nil
 }
 
 // quietStop turns the end of a reply by a closed pipe into success and
