@@ -135,7 +135,7 @@ func readBuild() string {
 // the block. cfg.Draft must name the drafter.
 func AB(ctx context.Context, cfg ABConfig) (*ABReport, error) {
 	if cfg.Draft == "" {
-		return nil, errors.New("ab: no drafter (--draft)")
+		return nil, errors.New("ab: no drafter")
 	}
 	if len(cfg.Seeds) == 0 {
 		return nil, errors.New("ab: no seeds")

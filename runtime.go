@@ -68,7 +68,7 @@ func (r *Runtime) AttachDraft(dir string, k int, fixed bool) error {
 		k = generate.DefaultDraftK
 	}
 	if err := generate.CheckDraftK(k); err != nil {
-		return fmt.Errorf("--draft-k: %w", err)
+		return fmt.Errorf("drafter: %w", err)
 	}
 	m, src, err := source.Load(dir)
 	if err != nil {

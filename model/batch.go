@@ -125,7 +125,7 @@ func (a *attention) attendRows(c *Config, s *State, li int) {
 	}
 }
 
-// convRows is the conv of a batch: each row against its own State's
+// convBatch is the conv of a batch: each row against its own State's
 // window, which then moves on by the row.
 func (d *deltaNet) convBatch(c *Config, s *State, li int) {
 	sc := &s.sc
@@ -142,19 +142,7 @@ func (d *deltaNet) convBatch(c *Config, s *State, li int) {
 // ruleBatch is the delta rule of a batch: each row's recurrent step on
 // its own State, heads split over the pool as a decode step splits them.
 func (d *deltaNet) ruleBatch(c *Config, s *State, li int) {
-	sc := &s.sc
-	j := &sc.step
-	if j.run == nil {
-		j.run = j.heads
-	}
 	for t, r := range s.rows {
-		ls := &r.layers[li]
-		j.d, j.c, j.sc, j.ls, j.row = d, c, sc, ls, t
-		if 4*len(ls.rec) < stepParallel {
-			j.heads(0, c.ValueHeads)
-		} else {
-			tensor.ParallelGrain(c.ValueHeads, 2, j.run)
-		}
+		s.sc.step.all(d, c, &s.sc, &r.layers[li], 0, t)
 	}
-	j.row = 0
 }

@@ -145,16 +145,7 @@ func (d *deltaNet) rule(c *Config, s *State, ls *layerState) {
 	sc := &s.sc
 	T := sc.xc.Rows
 	if T == 1 {
-		j := &sc.step
-		if j.run == nil {
-			j.run = j.heads
-		}
-		j.d, j.c, j.sc, j.ls = d, c, sc, ls
-		if 4*len(ls.rec) < stepParallel || sc.mode.alone {
-			j.heads(0, c.ValueHeads)
-			return
-		}
-		tensor.ParallelGrain(c.ValueHeads, 2, j.run)
+		sc.step.all(d, c, sc, ls, 0, 0)
 		return
 	}
 	sc.ensureChunk(c, chunkLen)
@@ -178,6 +169,22 @@ type stepJob struct {
 	rows int
 	row  int
 	run  func(lo, hi int)
+}
+
+// all runs the recurrent steps of rows rows (0: row row alone) of the
+// call on ls over every value head: on the caller when the state is small
+// (a hand-off would cost more) or the step runs alone, else on the pool.
+func (j *stepJob) all(d *deltaNet, c *Config, sc *scratch, ls *layerState, rows, row int) {
+	if j.run == nil {
+		j.run = j.heads
+	}
+	j.d, j.c, j.sc, j.ls, j.rows, j.row = d, c, sc, ls, rows, row
+	if 4*len(ls.rec) < stepParallel || sc.mode.alone {
+		j.heads(0, c.ValueHeads)
+	} else {
+		tensor.ParallelGrain(c.ValueHeads, 2, j.run)
+	}
+	j.rows, j.row = 0, 0
 }
 
 func (j *stepJob) heads(lo, hi int) {

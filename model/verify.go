@@ -164,16 +164,5 @@ func (s *State) keepPending(ls *layerState) {
 // step in turn on the working state, heads split over the pool as a
 // decode step splits them.
 func (d *deltaNet) ruleRows(c *Config, s *State, ls *layerState) {
-	sc := &s.sc
-	j := &sc.step
-	if j.run == nil {
-		j.run = j.heads
-	}
-	j.d, j.c, j.sc, j.ls, j.rows = d, c, sc, ls, sc.xc.Rows
-	defer func() { j.rows = 0 }()
-	if 4*len(ls.rec) < stepParallel {
-		j.heads(0, c.ValueHeads)
-		return
-	}
-	tensor.ParallelGrain(c.ValueHeads, 2, j.run)
+	s.sc.step.all(d, c, &s.sc, ls, s.sc.xc.Rows, 0)
 }

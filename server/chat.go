@@ -120,7 +120,7 @@ func (s *Server) request(g *genRequest, prompt []int, think bool) (generate.Requ
 	ctxCap := s.m.Config().MaxContext
 	if s.opt.MaxPrompt > 0 && len(prompt) > s.opt.MaxPrompt {
 		return generate.Request{}, badRequest("prompt_too_long",
-			"the prompt has %d tokens; this server takes at most %d (--max-prompt-tokens)", len(prompt), s.opt.MaxPrompt)
+			"the prompt has %d tokens; this server takes at most %d", len(prompt), s.opt.MaxPrompt)
 	}
 	if ctxCap > 0 && len(prompt) >= ctxCap {
 		return generate.Request{}, badRequest("context_length_exceeded",

@@ -261,7 +261,7 @@ func TestErrors(t *testing.T) {
 	_, c3 := start(t, server.Options{MaxPrompt: 20})
 	_, err = c3.Chat.Completions.New(ctx, greedy([]openai.ChatCompletionMessageParamUnion{openai.UserMessage("one two three four five six seven eight nine ten")}, 8))
 	if code, name := status(err); code != 400 || name != "prompt_too_long" {
-		t.Errorf("prompt over --max-prompt-tokens: %d %q", code, name)
+		t.Errorf("prompt over the server's limit: %d %q", code, name)
 	}
 	for _, tc := range []struct {
 		method, path, body string

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"forge"
+	"forge/generate"
 	"forge/internal/durable"
 	"forge/internal/table"
 )
@@ -36,6 +37,12 @@ func (c *ABCmd) Run(ctx context.Context) error {
 	}
 	if c.Draft == "" {
 		return errors.New("forge ab needs --draft")
+	}
+	if c.Block < 1 || c.Block > generate.MaxDraftK+1 {
+		return fmt.Errorf("--block %d: want 1 to %d rows", c.Block, generate.MaxDraftK+1)
+	}
+	if c.TF < 0 {
+		return fmt.Errorf("--tf %d: want 0 (skip) or more tokens", c.TF)
 	}
 	for _, f := range []string{c.JSONFile, c.PNG} {
 		if f != "" {

@@ -83,8 +83,20 @@ func TestAB(t *testing.T) {
 	if after, _ := os.ReadFile(js); ok || !strings.Contains(stderr, "never overwrites") || string(after) != string(data) {
 		t.Fatalf("second run over the records: ok %v, %q", ok, stderr)
 	}
-	_, stderr, ok = runIn(t, "", "ab", "--model", tiny, "hello")
-	if ok || !strings.Contains(stderr, "--draft") {
-		t.Fatalf("without a drafter: ok %v, %q", ok, stderr)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "needs --draft"},
+		{[]string{"--draft", tinyDraft, "--seeds", "1,x"}, `"x" is not a seed`},
+		{[]string{"--draft", tinyDraft, "--block", "0"}, "--block 0"},
+		{[]string{"--draft", tinyDraft, "--block", "18"}, "--block 18"},
+		{[]string{"--draft", tinyDraft, "--tf=-1"}, "--tf -1"},
+	} {
+		_, stderr, ok := runIn(t, "", append([]string{"ab", "--model", tiny, "hello"}, c.args...)...)
+		noCrash(t, stderr)
+		if ok || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: ok %v, %q (want %q)", c.args, ok, stderr, c.want)
+		}
 	}
 }
