@@ -1,7 +1,8 @@
 // Package forge is the API of the forge tool: each job is one short
 // function with a config struct whose zero values are the defaults —
 // Inspect, Logits, Synth, Dequantize (models); Quantize, SNR, GenerateRows,
-// CalibGenerate (quantize, generated data); Trace, Evaluate, Compare,
+// CalibGenerate (quantize, generated data); Sweep, MergeSweeps, EmitSweep,
+// PlanBudget, Gate (mixed precision under a budget); Trace, Evaluate, Compare,
 // TraceLCPP, EvalLCPP, PPL (evaluate); Run, Bench and OpenRuntime, a model
 // ready to generate (run) — reading
 // top to bottom over the packages below (docs/architecture.md). Every job

@@ -44,6 +44,16 @@ type QuantizeConfig struct {
 	Resume          bool // continue an interrupted run from OUT.work
 	Overwrite       bool
 	ShardSize       int64
+	// Budget, if set ("2.6bpw", "3.1GiB": plan.ParseBudget), makes the
+	// plan instead of Format or Plan: sweep → plan → quantize → gate
+	// (quantizeBudget). Sweep reuses a measurement file; otherwise one is
+	// made on SweepTrace with SweepCandidates, SweepUnit and SweepRows
+	// (SweepConfig's defaults) and kept as OUT.sweep.json. EvalTrace is
+	// the gate's held-out trace. Objective is the planner's ("mean").
+	Budget, Sweep, SweepTrace  string
+	SweepCandidates, SweepUnit string
+	SweepRows                  int
+	Objective                  string
 	// Progress, if set, is called as work finishes with steps done and total.
 	Progress func(done, total int64)
 	// Log, if set, receives one line per quantized matrix (SNRs).
@@ -58,6 +68,9 @@ type QuantizeConfig struct {
 // interrupted run resumes with cfg.Resume; the bundle is assembled from
 // them at the end and is complete and verified or absent (package bundle).
 func Quantize(ctx context.Context, cfg QuantizeConfig) error {
+	if cfg.Budget != "" {
+		return quantizeBudget(ctx, cfg)
+	}
 	r, err := cfg.recipe()
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
@@ -70,6 +83,13 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 		return err
 	}
 	defer ck.Close()
+	fp, err := ck.Fingerprint()
+	if err != nil {
+		return err
+	}
+	if err := r.Plan.CheckModel(fp); err != nil {
+		return fmt.Errorf("quantize: plan %s: %w", cfg.Plan, err)
+	}
 	q := &quantizer{cfg: cfg, r: r, ck: ck, specs: map[string]quant.Spec{}, snr: map[string]*bundle.SNREntry{}}
 	items, err := q.items()
 	if err != nil {
@@ -85,10 +105,6 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 		if q.evalTrace, err = checkEvalTrace(cfg.EvalTrace, set); err != nil {
 			return err
 		}
-	}
-	fp, err := ck.Fingerprint()
-	if err != nil {
-		return err
 	}
 	record, err := q.record(fp, set)
 	if err != nil {

@@ -40,6 +40,12 @@ type ScoreOptions struct {
 	// Act is the candidate's activation precision (model.ActInt8All
 	// measures what int8 activations cost decode).
 	Act model.Act
+	// Rows, if positive, scores only the trace's first Rows rows.
+	Rows int
+	// Logits, if set, computes row r's logits [T, vocab] in place of a
+	// forward of its tokens from an empty state (a sweep starts from
+	// cached layer inputs); the matrix need only last until the next call.
+	Logits func(ctx context.Context, r int, tokens []int) (*tensor.Matrix, error)
 }
 
 // Score runs the candidate m over the trace's token rows, each from an
@@ -55,18 +61,26 @@ func Score(ctx context.Context, m *model.Model, tr *Trace, opt ScoreOptions) (*R
 	if err := tr.CheckVocab(m.Config().Vocab); err != nil {
 		return nil, err
 	}
-	n := tr.Meta.Positions
-	res := &Result{Definition: tr.Meta.Definition, KL: make([]float64, n), NLL: make([]float64, n),
-		RefNLL: make([]float64, n), Same: make([]bool, n), RowPositions: tr.RowPositions(), Sources: tr.Sources()}
+	rows := len(tr.lens)
+	if opt.Rows > 0 {
+		rows = min(rows, opt.Rows)
+	}
+	n := 0
 	var total int64
-	for _, T := range tr.lens {
+	for _, T := range tr.lens[:rows] {
+		n += T - 1
 		total += int64(T)
+	}
+	res := &Result{Definition: tr.Meta.Definition, KL: make([]float64, n), NLL: make([]float64, n),
+		RefNLL: make([]float64, n), Same: make([]bool, n), RowPositions: tr.RowPositions()[:rows], Sources: tr.Sources()}
+	if rows < len(tr.lens) {
+		res.Sources = nil // they count every row of the trace
 	}
 	start := time.Now()
 	st := m.NewStateKV(opt.KV)
 	st.SetAct(opt.Act)
 	off := 0
-	for r := range tr.lens {
+	for r := range rows {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -74,7 +88,12 @@ func Score(ctx context.Context, m *model.Model, tr *Trace, opt ScoreOptions) (*R
 		if err != nil {
 			return nil, err
 		}
-		lg, err := forwardRow(ctx, m, st, d.tokens)
+		var lg *tensor.Matrix
+		if opt.Logits != nil {
+			lg, err = opt.Logits(ctx, r, d.tokens)
+		} else {
+			lg, err = forwardRow(ctx, m, st, d.tokens)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("trace %s: row %d: the candidate: %w", tr.path, r, err)
 		}

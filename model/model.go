@@ -230,6 +230,29 @@ func (m *Model) ForwardLayer(s *State, li int, x *tensor.Matrix) {
 	copy(x.Data, sc.x.Data)
 }
 
+// Head returns the logits [T, vocab] of the hidden rows x [T, H], the
+// residual stream leaving the last layer: the final norm, then the head,
+// as Forward computes them (bit for bit). With ForwardLayer it runs a
+// model from any layer on (a sweep re-runs only the layers from the one
+// it changed). The logits are owned by s; s.Pos() does not move.
+func (m *Model) Head(s *State, x *tensor.Matrix) *tensor.Matrix {
+	c := &m.cfg
+	if x.Cols != c.Hidden {
+		panic(fmt.Sprintf("model: Head: %d columns, want %d", x.Cols, c.Hidden))
+	}
+	T := x.Rows
+	sc := &s.sc
+	sc.logits.Resize(T, c.Vocab)
+	if T == 0 {
+		return &sc.logits
+	}
+	m.begin(s, T)
+	copy(sc.x.Data, x.Data[:T*c.Hidden])
+	s.doRows(opNorm, m.norm, c.Eps, T)
+	s.products(&sc.u).add(m.head, &sc.logits).do()
+	return &sc.logits
+}
+
 // layerForward is one pre-norm decoder layer (docs/model.md §5):
 // x ← x + Mixer(norm_in(x)); x ← x + MLP(norm_post(x)).
 func (m *Model) layerForward(s *State, li int) {

@@ -29,7 +29,7 @@ func TestForwardLayer(t *testing.T) {
 		}
 	}
 	m.Forward(sf, toks[:70])
-	m.Forward(sf, toks[70:])
+	wantLogits := slices.Clone(m.Forward(sf, toks[70:]).Data)
 	if len(want) != 2*n {
 		t.Fatalf("observed %d layer outputs, want %d", len(want), 2*n)
 	}
@@ -42,6 +42,11 @@ func TestForwardLayer(t *testing.T) {
 			m.ForwardLayer(sl, li, &x)
 			if !slices.Equal(x.Data[:x.Rows*x.Cols], want[call*n+li]) {
 				t.Fatalf("call %d layer %d: ForwardLayer output differs from Forward's", call, li)
+			}
+		}
+		if call == 1 { // the head on the last layer's output: Forward's logits
+			if lg := m.Head(sl, &x); !slices.Equal(lg.Data[:lg.Rows*lg.Cols], wantLogits) {
+				t.Fatalf("Head's logits differ from Forward's")
 			}
 		}
 		sl.Advance(len(part))

@@ -27,13 +27,28 @@ type Spec struct {
 type Plan struct {
 	Default  *Spec
 	Parts    map[model.Part]Spec // by part: mlp, gdn, attn, kv, head (model.QuantParts)
-	Matrices map[string]Spec     // by key: "23.gate", "0.mixer", "head", …
+	Matrices map[string]Spec     // by key: "23.gate", "0.mixer", "5.mixer-kv", "head", …
+	// Basis sets, per layer, whether the MLP inputs are Hadamard-rotated
+	// (true: the reference's "online" basis) or not ("plain"), over the
+	// recipe's Hadamard switch (Recipe.Rotation). Layers it does not name
+	// follow the recipe.
+	Basis map[int]bool
+	// Prediction is what the budgeted planner predicted for this plan
+	// (Solution.Plan); nil for a plan written by hand.
+	Prediction *Prediction
+	// Sweep names the measurements the plan was chosen from; quantize
+	// refuses the plan for another model (CheckModel). Nil for a plan
+	// written by hand.
+	Sweep *SweepRef
 }
 
 type fileJSON struct {
-	Default  json.RawMessage            `json:"default"`
-	Parts    map[string]json.RawMessage `json:"parts"`
-	Matrices map[string]json.RawMessage `json:"matrices"`
+	Default    json.RawMessage            `json:"default"`
+	Parts      map[string]json.RawMessage `json:"parts"`
+	Matrices   map[string]json.RawMessage `json:"matrices"`
+	Basis      map[string]string          `json:"basis"`
+	Prediction *Prediction                `json:"prediction"`
+	Sweep      *SweepRef                  `json:"sweep"`
 }
 
 // Read parses the plan file at path.
@@ -49,16 +64,30 @@ func Read(path string) (*Plan, error) {
 	return p, nil
 }
 
-// Parse parses a plan from JSON; unknown fields, parts and malformed
-// formats are errors.
+// Parse parses a plan from JSON: forge's form (package doc), or the
+// reference's flat form (top-level keys "<layer>.<name>", see flat.go);
+// unknown fields, parts, keys and malformed formats are errors.
 func Parse(b []byte) (*Plan, error) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) == nil && hasFlatKey(top) {
+		return parseFlat(top)
+	}
 	var f fileJSON
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPlan, err)
 	}
-	p := &Plan{Parts: map[model.Part]Spec{}, Matrices: map[string]Spec{}}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: more than one JSON value", ErrPlan)
+	}
+	return f.plan()
+}
+
+// plan checks and converts the decoded file.
+func (f *fileJSON) plan() (*Plan, error) {
+	p := &Plan{Parts: map[model.Part]Spec{}, Matrices: map[string]Spec{}, Basis: map[int]bool{},
+		Prediction: f.Prediction, Sweep: f.Sweep}
 	if len(f.Default) > 0 {
 		s, err := parseSpec(f.Default)
 		if err != nil {
@@ -87,7 +116,40 @@ func Parse(b []byte) (*Plan, error) {
 		}
 		p.Matrices[k] = s
 	}
+	for k, v := range f.Basis {
+		li, err := strconv.Atoi(k)
+		if err != nil || li < 0 || strconv.Itoa(li) != k {
+			return nil, fmt.Errorf("%w: basis key %q: want a layer number", ErrPlan, k)
+		}
+		if p.Basis[li], err = parseBasis(v); err != nil {
+			return nil, fmt.Errorf("%w: basis of layer %d: %v", ErrPlan, li, err)
+		}
+	}
 	return p, nil
+}
+
+// parseBasis reads a layer's MLP input basis: "online" (Hadamard-rotated)
+// or "plain".
+func parseBasis(v string) (bool, error) {
+	switch v {
+	case "online":
+		return true, nil
+	case "plain":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q: want \"online\" or \"plain\"", v)
+}
+
+// CheckModel refuses a plan chosen from a sweep of another model: fp is
+// the fingerprint of the checkpoint about to be quantized
+// (checkpoint.Fingerprint). A plan without a sweep record fits any model.
+func (p *Plan) CheckModel(fp string) error {
+	if p == nil || p.Sweep == nil || p.Sweep.ModelFingerprint == "" || p.Sweep.ModelFingerprint == fp {
+		return nil
+	}
+	return fmt.Errorf("%w: it was chosen from sweep %s of the model with fingerprint %s, but this model's fingerprint is %s: "+
+		"its measurements say nothing about this model; run forge sweep and forge plan on it", ErrPlan,
+		p.Sweep.Path, p.Sweep.ModelFingerprint, fp)
 }
 
 // QuantPartNames lists the parts a plan may name, comma-separated.
@@ -131,7 +193,7 @@ func splitKey(k string) (int, string, error) {
 	if !ok || err != nil || li < 0 || strconv.Itoa(li) != num {
 		return 0, "", errors.New(`want LAYER.NAME (e.g. "23.gate") or "head"`)
 	}
-	if !slices.Contains(model.PlanKeys(), name) {
+	if !slices.Contains(planKeys(), name) {
 		return 0, "", fmt.Errorf("unknown matrix name %q", name)
 	}
 	return li, name, nil

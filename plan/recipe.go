@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"forge/internal/units"
@@ -93,9 +94,18 @@ func (r *Recipe) lowRankParts() []model.Part {
 }
 
 // Rotation returns the Hadamard seed of a matrix's input, and ok = false
-// when it is not rotated.
+// when it is not rotated: only MLP inputs are, in the layers where the
+// plan's basis says "online" (Plan.Basis) or, where it says nothing,
+// when Hadamard is set.
 func (r *Recipe) Rotation(t model.TensorSpec) (uint64, bool) {
-	if !r.Hadamard || t.Part != model.PartMLP {
+	if t.Part != model.PartMLP {
+		return 0, false
+	}
+	on := r.Hadamard
+	if b, ok := r.Plan.basis(t.Layer); ok {
+		on = b
+	}
+	if !on {
 		return 0, false
 	}
 	if t.Role == "down" {
@@ -160,9 +170,13 @@ func (r *Recipe) Record(source, version string, calibration any, heldOut int) ([
 		slices.Sort(parts)
 		rec["lowrank"] = map[string]any{"rank": lr.Rank, "parts": parts, "weighted": lr.Weighted}
 	}
-	if r.Hadamard {
-		rec["rotation"] = map[string]any{"kind": "hadamard", "seeds": "1000+layer before gate/up, 2000+layer before down",
+	if r.Hadamard || r.Plan != nil && slices.Contains(slices.Collect(maps.Values(r.Plan.Basis)), true) {
+		rot := map[string]any{"kind": "hadamard", "seeds": "1000+layer before gate/up, 2000+layer before down",
 			"block": "1024 or the largest power of two dividing the width"}
+		if r.Plan != nil && len(r.Plan.Basis) > 0 {
+			rot["layers"] = "the plan's basis per layer; others " + map[bool]string{true: "rotated", false: "not rotated"}[r.Hadamard]
+		}
+		rec["rotation"] = rot
 	}
 	if calibration != nil {
 		rec["calibration"] = map[string]any{"recipe": calibration, "held_out_rows": heldOut}

@@ -39,6 +39,8 @@ type cli struct {
 	AB         ABCmd            `cmd:"" name:"ab" group:"Run" help:"Speculative decoding against plain decoding: replies per seed both ways, and verify blocks against decode steps teacher-forced."`
 	Quantize   QuantizeCmd      `cmd:"" group:"Quantize" help:"Quantize a checkpoint into a bundle."`
 	SNR        SNRCmd           `cmd:"" name:"snr" group:"Quantize" help:"Weight SNR (dB) of matrices quantized to formats."`
+	Plan       PlanCmd          `cmd:"" group:"Quantize" help:"Choose a mixed-precision plan from a sweep under a size budget (bits per weight or bundle size)."`
+	Sweep      SweepGroup       `cmd:"" group:"Quantize" help:"Measure the sensitivity of each unit (matrix, part, layer or band) in each candidate format: ΔKL on a trace and exact bytes; sharded for a cluster."`
 	Calib      CalibGroup       `cmd:"" group:"Quantize" help:"Make calibration data: forge calib generate (the model answers chat prompts; prompts and answers as .npy token rows)."`
 	Trace      TraceGroup       `cmd:"" group:"Evaluate" help:"Record a reference model's next-token distributions over a data set (or a llama.cpp-compatible base: forge trace lcpp)."`
 	Eval       EvalGroup        `cmd:"" group:"Evaluate" help:"Score a candidate against a reference trace (KL, top-1 agreement, perplexity, Δp); ablations, llama.cpp mode, comparisons."`
@@ -101,30 +103,32 @@ func profile() func() {
 // applies it.
 func defaults() kong.Vars {
 	return kong.Vars{
-		"trace_ctx":     strconv.Itoa(forge.DefaultTraceSeq),
-		"lcpp_ctx":      strconv.Itoa(lcpp.DefaultCtx),
-		"ppl_ctx":       strconv.Itoa(forge.PPLDefaultCtx),
-		"calib_ctx":     strconv.Itoa(corpus.DefaultSeq),
-		"dequant_dtype": forge.DequantizeDType,
-		"dequant_shard": sizeFlag(forge.DequantizeShardSize),
-		"temp":          ftoa(generate.DefaultTemperature),
-		"think_temp":    ftoa(generate.DefaultThinkTemperature),
-		"top_p":         ftoa(generate.DefaultTopP),
-		"think_top_p":   ftoa(generate.DefaultThinkTopP),
-		"top_k":         strconv.Itoa(generate.DefaultTopK),
-		"dry_base":      ftoa(sample.DefaultDRYBase),
-		"dry_allowed":   strconv.Itoa(sample.DefaultDRYAllowed),
-		"max_tokens":    strconv.Itoa(generate.DefaultMaxTokens),
-		"think_budget":  strconv.Itoa(generate.DefaultThinkBudget),
-		"loop_reps":     strconv.Itoa(generate.LoopReps),
-		"draft_k":       strconv.Itoa(generate.DefaultDraftK),
-		"bench_prompt":  strconv.Itoa(forge.BenchDefaultPrompt),
-		"bench_gen":     strconv.Itoa(forge.BenchDefaultGen),
-		"bench_repeat":  strconv.Itoa(forge.BenchDefaultRepeat),
-		"gen_tokens":    strconv.Itoa(forge.DefaultGenMaxTokens),
-		"gen_temp":      ftoa(forge.DefaultGenTemperature),
-		"gen_top_p":     ftoa(forge.DefaultGenTopP),
-		"gen_top_k":     strconv.Itoa(forge.DefaultGenTopK),
+		"trace_ctx":        strconv.Itoa(forge.DefaultTraceSeq),
+		"sweep_rows":       strconv.Itoa(forge.DefaultSweepRows),
+		"sweep_candidates": forge.DefaultSweepCandidates,
+		"lcpp_ctx":         strconv.Itoa(lcpp.DefaultCtx),
+		"ppl_ctx":          strconv.Itoa(forge.PPLDefaultCtx),
+		"calib_ctx":        strconv.Itoa(corpus.DefaultSeq),
+		"dequant_dtype":    forge.DequantizeDType,
+		"dequant_shard":    sizeFlag(forge.DequantizeShardSize),
+		"temp":             ftoa(generate.DefaultTemperature),
+		"think_temp":       ftoa(generate.DefaultThinkTemperature),
+		"top_p":            ftoa(generate.DefaultTopP),
+		"think_top_p":      ftoa(generate.DefaultThinkTopP),
+		"top_k":            strconv.Itoa(generate.DefaultTopK),
+		"dry_base":         ftoa(sample.DefaultDRYBase),
+		"dry_allowed":      strconv.Itoa(sample.DefaultDRYAllowed),
+		"max_tokens":       strconv.Itoa(generate.DefaultMaxTokens),
+		"think_budget":     strconv.Itoa(generate.DefaultThinkBudget),
+		"loop_reps":        strconv.Itoa(generate.LoopReps),
+		"draft_k":          strconv.Itoa(generate.DefaultDraftK),
+		"bench_prompt":     strconv.Itoa(forge.BenchDefaultPrompt),
+		"bench_gen":        strconv.Itoa(forge.BenchDefaultGen),
+		"bench_repeat":     strconv.Itoa(forge.BenchDefaultRepeat),
+		"gen_tokens":       strconv.Itoa(forge.DefaultGenMaxTokens),
+		"gen_temp":         ftoa(forge.DefaultGenTemperature),
+		"gen_top_p":        ftoa(forge.DefaultGenTopP),
+		"gen_top_k":        strconv.Itoa(forge.DefaultGenTopK),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"forge"
 	"forge/internal/progress"
@@ -26,6 +27,13 @@ type QuantizeCmd struct {
 	LowRankParts    []string `name:"lowrank-parts" help:"Parts that get the correction, comma-separated or repeated: gdn, attn, kv, mlp, head (default gdn,attn,kv)."`
 	LowRankWeighted bool     `name:"lowrank-weighted" help:"Fit the correction weighted by the calibration Hessian."`
 	Seed            uint64   `default:"0" help:"Seed for calibration sampling, k-means and the randomized SVD."`
+	Budget          string   `placeholder:"SIZE" help:"Choose the plan for a size budget instead of --format/--plan: 2.6bpw (over the swept matrices) or the bundle's size (3.1GiB, 850MB). Runs sweep → plan → quantize → gate; needs --eval-trace, and --trace or --sweep."`
+	Sweep           string   `type:"existingfile" placeholder:"S.json" help:"With --budget: reuse this measurement file (forge sweep, made with the same settings) instead of sweeping."`
+	Trace           string   `type:"existingfile" placeholder:"TRACE" help:"With --budget: the in-domain trace the sweep measures on (not the --eval-trace)."`
+	Formats         []string `sep:";" placeholder:"CANDIDATE" help:"With --budget: the sweep's candidates, separated by ';' (default: ${sweep_candidates})."`
+	Unit            string   `help:"With --budget: the sweep's unit: matrix, part (default), layer or band:N."`
+	Rows            int      `help:"With --budget: trace rows the sweep scores (default ${sweep_rows})."`
+	Objective       string   `enum:"mean,p99," default:"" help:"With --budget: what the planner minimizes: mean (default) or p99 ΔKL."`
 	Resume          bool     `help:"Continue an interrupted run from OUT.work (same settings required)."`
 	Overwrite       bool     `help:"Replace an existing bundle at --out."`
 }
@@ -37,7 +45,15 @@ func (c *QuantizeCmd) Run(ctx context.Context) error {
 	if c.HoldOut < 0 || c.LowRankRank < 0 {
 		return fmt.Errorf("--holdout and --lowrank-rank must not be negative")
 	}
+	if c.Budget == "" && (c.Sweep != "" || c.Trace != "" || len(c.Formats) > 0 || c.Unit != "" || c.Rows != 0 || c.Objective != "") {
+		return fmt.Errorf("--sweep, --trace, --formats, --unit, --rows and --objective go with --budget")
+	}
+	if c.Rows < 0 {
+		return fmt.Errorf("--rows must not be negative")
+	}
 	err := forge.Quantize(ctx, forge.QuantizeConfig{
+		Budget: c.Budget, Sweep: c.Sweep, SweepTrace: c.Trace, SweepCandidates: strings.Join(trimList(c.Formats), ";"),
+		SweepUnit: c.Unit, SweepRows: c.Rows, Objective: c.Objective,
 		Model: c.Model, Out: c.Out, Format: c.Format, Plan: c.Plan, Method: c.Method, AW: c.AW,
 		Hadamard: c.Hadamard, Calib: trimList(c.Calib), EvalTrace: c.EvalTrace, Seq: c.Ctx, HoldOut: c.HoldOut,
 		LowRankRank: c.LowRankRank, LowRankParts: trimList(c.LowRankParts), LowRankWeighted: c.LowRankWeighted,

@@ -4,7 +4,10 @@
 // package internal/npy), and writes them as a terminal or Markdown table
 // and as plots (PNG and SVG). forge eval compare (the root's Compare) uses
 // it. It is the only forge package that imports gonum.org/v1/plot, so
-// nothing that evaluates or serves a model carries the plotting library.
+// nothing that evaluates or serves a model carries the plotting library;
+// it also draws figures of plain numbers for the planner (figure.go:
+// SensitivityFigure, ParetoFigure, which package plan/chart fills from a
+// sweep and a plan, and PredictionFigure, predicted against measured KL).
 //
 //	reports (+ KL files) ─ Load ─▶ Set ─┬─ WriteTable / WriteMarkdown
 //	                                    └─ Plot: kl-cdf, kl-position, kl-parts
