@@ -18,9 +18,11 @@ import (
 // budget, its manifest records the plan with its prediction and the
 // gate's verdict (measured on the held-out trace, against the best
 // uniform candidate of no more bytes), and the sweep and plan are kept
-// for reuse. A sweep whose measurements lie (each unit's ΔKL reversed
-// between candidates) makes a plan that fails its gate: the bundle is
-// moved aside and the error says so.
+// for reuse. A sweep whose measurements lie (LUT4 no better than LUT2 in
+// any unit) makes a plan that spends its bytes keeping one band in bf16
+// and the rest in LUT2, which fails its gate against uniform LUT4 (the
+// first of the uniform plans the lie ties, and it fits in the plan's
+// bytes): the bundle is moved aside and the error says so.
 func TestQuantizeBudget(t *testing.T) {
 	tiny := filepath.Join("models", "forge-tiny")
 	sweepTr := sweepTrace(t, tiny, 2)
@@ -32,7 +34,7 @@ func TestQuantizeBudget(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "b")
 	cfg := forge.QuantizeConfig{Model: tiny, Out: out, Budget: "3.0bpw", SweepTrace: sweepTr, EvalTrace: gateTr,
-		SweepCandidates: "LUT2 + pcs;LUT4 + pcs", SweepUnit: "band:2", SweepRows: 2}
+		SweepCandidates: "LUT4 + pcs;LUT2 + pcs;bf16", SweepUnit: "band:2", SweepRows: 2}
 	if err := forge.Quantize(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -71,24 +73,26 @@ func TestQuantizeBudget(t *testing.T) {
 		}
 	}
 
-	// A lying sweep: swap each unit's two ΔKLs, so the plan spends its
-	// bytes where they matter least.
+	// A lying sweep: each unit's LUT4 ΔKL said to be its LUT2 ΔKL.
 	s, err := plan.ReadSweep(out + ".sweep.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i+1 < len(s.Measurements); i += 2 {
-		a, b := &s.Measurements[i], &s.Measurements[i+1]
-		a.DKL, b.DKL = b.DKL, a.DKL
+	for i := 0; i+2 < len(s.Measurements); i += 3 {
+		lut4, lut2 := &s.Measurements[i], &s.Measurements[i+1]
+		if lut4.Candidate.Format != "LUT4 per-tensor + pcs" || lut2.Candidate.Format != "LUT2 per-tensor + pcs" {
+			t.Fatalf("measurements out of order: %v, %v", lut4.Candidate, lut2.Candidate)
+		}
+		lut4.DKL = lut2.DKL
 	}
 	liar := filepath.Join(dir, "liar.json")
 	if err := plan.WriteSweep(liar, s); err != nil {
 		t.Fatal(err)
 	}
 	bad := cfg
-	bad.Out, bad.Sweep, bad.SweepTrace = filepath.Join(dir, "bad"), liar, ""
+	bad.Out, bad.Sweep, bad.SweepTrace, bad.Budget = filepath.Join(dir, "bad"), liar, "", "6bpw"
 	err = forge.Quantize(context.Background(), bad)
-	if !errors.Is(err, forge.ErrGate) || !strings.Contains(err.Error(), ".rejected") {
+	if !errors.Is(err, forge.ErrGate) || !strings.Contains(err.Error(), ".rejected") || !strings.Contains(err.Error(), "uniform LUT4") {
 		t.Fatalf("lying sweep: %v, want a failed gate", err)
 	}
 	if _, err := os.Stat(bad.Out + ".rejected"); err != nil {
@@ -135,9 +139,11 @@ func TestQuantizeBudgetHeldOutTrace(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "b")
 	var logged []string
-	err := forge.Quantize(context.Background(), forge.QuantizeConfig{Model: tiny, Out: out, Budget: "3.0bpw", EvalTrace: gateTr,
-		AW: true, Calib: []string{filepath.Join("data", "code-train-sample.txt") + ":6"}, Seq: 64,
-		SweepCandidates: "LUT2 + pcs;LUT4 + pcs", SweepUnit: "band:2", SweepRows: 3,
+	// INT8 and bf16 candidates: no k-means to wait for (the AW switch
+	// only asks for the calibration data here).
+	err := forge.Quantize(context.Background(), forge.QuantizeConfig{Model: tiny, Out: out, Budget: "11bpw", EvalTrace: gateTr,
+		AW: true, Calib: []string{filepath.Join("data", "code-train-sample.txt") + ":3"}, Seq: 32,
+		SweepCandidates: "INT8;bf16", SweepUnit: "band:2", SweepRows: 3,
 		Log: func(line string) { logged = append(logged, line) }})
 	if err != nil {
 		t.Fatal(err)

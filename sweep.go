@@ -63,7 +63,7 @@ type SweepConfig struct {
 	Shard     string
 	Resume    bool // continue from OUT.partial and the work directories
 	Overwrite bool
-	Progress  func(done, total int64) // measurements done and total
+	Progress  func(done, total int64) // matrices quantized and measurements made, of all to do
 	Log       func(line string)
 }
 
@@ -78,10 +78,11 @@ type sweepRun struct {
 	shard  plan.Shard
 	record []byte // the recipe's record (work directory identity)
 
-	wds     []*bundle.WorkDir // per candidate, nil when none of its matrices is needed
-	cache   [][]tensor.Matrix // [row][layer] the reference's layer inputs (cacheInputs)
-	base    []float64         // [row] the reference's mean KL per row
-	baseP99 float64           // the reference's 99th percentile of KL
+	wds         []*bundle.WorkDir // per candidate, nil when none of its matrices is needed
+	cache       [][]tensor.Matrix // [row][layer] the reference's layer inputs (cacheInputs)
+	base        []float64         // [row] the reference's mean KL per row
+	baseP99     float64           // the reference's 99th percentile of KL
+	done, total int64             // progress: matrices made and measurements, of all to do
 }
 
 // Sweep measures, for every unit of the model's quantizable matrices and

@@ -132,19 +132,7 @@ func measurement(res *eval.Result, base []float64) (dkl, se, p99, top1 float64) 
 func (w *sweepRun) measure(ctx context.Context, m *model.Model) error {
 	s := w.s
 	C := len(s.Candidates)
-	done := map[int]bool{}
-	for _, x := range s.Measurements {
-		done[slices.IndexFunc(s.Units, func(u plan.Unit) bool { return u.Key == x.Unit })*C+slices.Index(s.Candidates, x.Candidate)] = true
-	}
-	var total, finished int64
-	for k := range s.Items() {
-		if w.shard.Owns(k) {
-			total++
-			if done[k] {
-				finished++
-			}
-		}
-	}
+	done := w.measured()
 	for k := range s.Items() {
 		if done[k] || !w.shard.Owns(k) {
 			continue
@@ -165,11 +153,8 @@ func (w *sweepRun) measure(ctx context.Context, m *model.Model) error {
 		if err := w.savePartial(); err != nil {
 			return fmt.Errorf("sweep: %w", err)
 		}
-		finished++
 		w.log("%-8s %-32s %10d B  ΔKL %.6f ± %.6f  p99 %.4f  top-1 %.2f%%", u.Key, c, bytes, x.DKL, x.SE, x.P99, 100*x.Top1)
-		if w.cfg.Progress != nil {
-			w.cfg.Progress(finished, total)
-		}
+		w.step()
 	}
 	return nil
 }

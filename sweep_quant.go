@@ -24,6 +24,24 @@ func (w *sweepRun) workOut(ci int) string {
 	return filepath.Clean(w.cfg.Out) + ".c" + strconv.Itoa(ci)
 }
 
+// measured is the set of the work items (plan.Sweep.Item) measured so far.
+func (w *sweepRun) measured() map[int]bool {
+	done := map[int]bool{}
+	for _, m := range w.s.Measurements {
+		done[w.s.Item(m)] = true
+	}
+	return done
+}
+
+// step counts one piece of work done (a matrix made or a measurement)
+// for the progress report.
+func (w *sweepRun) step() {
+	w.done++
+	if w.cfg.Progress != nil {
+		w.cfg.Progress(w.done, w.total)
+	}
+}
+
 // quantized reports whether a candidate changes the weights (bf16 and
 // fp16 keep the unit as the checkpoint stores it).
 func quantized(c plan.Candidate) bool {
@@ -35,11 +53,7 @@ func quantized(c plan.Candidate) bool {
 // items need quantized.
 func (w *sweepRun) pending() []map[string]bool {
 	s := w.s
-	done := map[int]bool{}
-	for _, m := range s.Measurements {
-		done[slices.IndexFunc(s.Units, func(u plan.Unit) bool { return u.Key == m.Unit })*len(s.Candidates)+
-			slices.Index(s.Candidates, m.Candidate)] = true
-	}
+	done := w.measured()
 	need := make([]map[string]bool, len(s.Candidates))
 	for ci := range need {
 		need[ci] = map[string]bool{}
@@ -86,6 +100,17 @@ func (w *sweepRun) quantize(ctx context.Context, m *model.Model) error {
 			}
 		}
 	}
+	made, total := 0, 0
+	for _, cis := range todo {
+		total += len(cis)
+	}
+	done := w.measured()
+	w.total = int64(total)
+	for k := range w.s.Items() {
+		if w.shard.Owns(k) && !done[k] {
+			w.total++
+		}
+	}
 	if len(todo) == 0 {
 		return nil
 	}
@@ -93,10 +118,6 @@ func (w *sweepRun) quantize(ctx context.Context, m *model.Model) error {
 	index := map[string]int{}
 	for i, t := range infos {
 		index[t.Spec.Name] = i
-	}
-	made, total := 0, 0
-	for _, cis := range todo {
-		total += len(cis)
 	}
 	one := func(name string, st *quant.Stats) error {
 		cis := todo[name]
@@ -106,6 +127,7 @@ func (w *sweepRun) quantize(ctx context.Context, m *model.Model) error {
 				return err
 			}
 			made++
+			w.step()
 		}
 		if len(cis) > 0 {
 			w.log("quantized %s in %d candidates (%d of %d matrices made)", name, len(cis), made, total)

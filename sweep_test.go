@@ -37,15 +37,24 @@ func TestSweepIsAnAblation(t *testing.T) {
 	tr := sweepTrace(t, tiny, 3)
 	dir := t.TempDir()
 	s, err := forge.Sweep(context.Background(), forge.SweepConfig{Model: tiny, Trace: tr, Out: filepath.Join(dir, "s.json"),
-		Candidates: "LUT4 + pcs;bf16", Unit: "band:8", Rows: 3})
+		Candidates: "LUT4 + pcs;bf16;LUT4 + pcs, rank 16", Unit: "band:8", Rows: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Measurements) != 2 || s.Base.KL != 0 || s.Base.Top1 != 1 {
+	if len(s.Measurements) != 3 || s.Base.KL != 0 || s.Base.Top1 != 1 {
 		t.Fatalf("measurements %+v, base %+v (a full trace of the reference scores KL 0)", s.Measurements, s.Base)
 	}
 	if m := s.Measurements[1]; m.DKL != 0 || m.SE != 0 || m.Bytes != 2*s.Units[0].Params {
 		t.Errorf("bf16 keeps the unit: %+v", m)
+	}
+	// A rank-16 correction stores 2·16·(out + in) fp16 more per matrix and
+	// takes some of the error away.
+	var lr int64
+	for _, sh := range s.Units[0].Shapes {
+		lr += 2 * 16 * int64(sh[0]+sh[1])
+	}
+	if m, l := s.Measurements[2], s.Measurements[0]; m.Bytes != l.Bytes+lr || !(m.DKL < l.DKL) {
+		t.Errorf("rank 16: %d bytes, ΔKL %v; LUT4: %d bytes, ΔKL %v", m.Bytes, m.DKL, l.Bytes, l.DKL)
 	}
 	b, pl := filepath.Join(dir, "lut4"), filepath.Join(dir, "plan.json")
 	if err := os.WriteFile(pl, []byte(`{"default": "LUT4 + pcs", "parts": {"head": "bf16"}}`), 0o644); err != nil {
@@ -86,7 +95,13 @@ func TestSweepResume(t *testing.T) {
 	cut := cfg
 	cut.Out = filepath.Join(dir, "cut.json")
 	ctx, cancel := context.WithCancel(context.Background())
-	cut.Progress = func(done, total int64) { cancel() }
+	cut.Log = func(line string) { // cancelled after the first measurement
+		if strings.Contains(line, "ΔKL") {
+			cancel()
+		}
+	}
+	var steps []int64
+	cut.Progress = func(done, total int64) { steps = append(steps, done, total) }
 	if _, err := forge.Sweep(ctx, cut); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled sweep: %v", err)
 	}
@@ -96,6 +111,11 @@ func TestSweepResume(t *testing.T) {
 	part, err := plan.ReadSweep(cut.Out + ".partial")
 	if err != nil || len(part.Measurements) != 1 {
 		t.Fatalf("partial: %v, %v", part, err)
+	}
+	// Progress counts the matrices made (2 candidates × 50 block
+	// matrices) and then the measurements (2 units × 2 candidates).
+	if want := []int64{1, 104}; len(steps) < 2 || steps[0] != want[0] || steps[1] != want[1] {
+		t.Errorf("progress starts %v, want %v", steps[:min(2, len(steps))], want)
 	}
 	cut.Progress = nil
 	cut.Resume = true

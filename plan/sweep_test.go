@@ -162,7 +162,7 @@ func shardOf(s *Sweep, i, n int) *Sweep {
 	p.Shard = &Shard{I: i, N: n}
 	p.Measurements = nil
 	for _, m := range s.Measurements {
-		if p.Shard.Owns(s.item(m)) {
+		if p.Shard.Owns(s.Item(m)) {
 			p.Measurements = append(p.Measurements, m)
 		}
 	}

@@ -44,13 +44,13 @@ func WriteSweep(path string, s *Sweep) error {
 // then by candidate as Candidates lists them.
 func (s *Sweep) Sort() {
 	slices.SortStableFunc(s.Measurements, func(a, b Measurement) int {
-		return s.item(a) - s.item(b)
+		return s.Item(a) - s.Item(b)
 	})
 }
 
-// item is a measurement's work index: unit index × candidates +
+// Item is a measurement's work index: unit index × candidates +
 // candidate index (−1 when either is unknown).
-func (s *Sweep) item(m Measurement) int {
+func (s *Sweep) Item(m Measurement) int {
 	u := slices.IndexFunc(s.Units, func(x Unit) bool { return x.Key == m.Unit })
 	c := slices.Index(s.Candidates, m.Candidate)
 	if u < 0 || c < 0 {
@@ -98,7 +98,7 @@ func (s *Sweep) Check() error {
 	}
 	seen := map[int]bool{}
 	for _, m := range s.Measurements {
-		k := s.item(m)
+		k := s.Item(m)
 		switch {
 		case k < 0:
 			return bad("measurement of unknown unit %q or candidate %q", m.Unit, m.Candidate)
