@@ -78,6 +78,19 @@ func quantizeBudget(ctx context.Context, cfg QuantizeConfig) error {
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}
+	ck, err := source.OpenCheckpoint(cfg.Model)
+	if err != nil {
+		return err
+	}
+	fp, err := ck.Fingerprint()
+	ck.Close()
+	if err != nil {
+		return err
+	}
+	if fp != s.Model.Fingerprint {
+		return fmt.Errorf("quantize: sweep %s measured another model (fingerprint %.12s…, %s) than %s (%.12s…)",
+			sweepPath, s.Model.Fingerprint, s.Model.Path, cfg.Model, fp)
+	}
 	if err := sameRecipe(s, cfg); err != nil {
 		return fmt.Errorf("quantize: sweep %s: %w", sweepPath, err)
 	}

@@ -102,6 +102,13 @@ func TestQuantizeBudget(t *testing.T) {
 		t.Error("a rejected bundle stayed at --out")
 	}
 
+	other := *s
+	other.Model.Fingerprint = strings.Repeat("0", 64)
+	otherPath := filepath.Join(dir, "other.json")
+	if err := plan.WriteSweep(otherPath, &other); err != nil {
+		t.Fatal(err)
+	}
+
 	// Bad input, refused before any work.
 	for name, edit := range map[string]func(c *forge.QuantizeConfig){
 		"no gate trace":       func(c *forge.QuantizeConfig) { c.EvalTrace = "" },
@@ -110,6 +117,7 @@ func TestQuantizeBudget(t *testing.T) {
 		"malformed budget":    func(c *forge.QuantizeConfig) { c.Budget = "3 bits" },
 		"gate on the sweep's": func(c *forge.QuantizeConfig) { c.Sweep, c.SweepTrace, c.EvalTrace = out+".sweep.json", "", sweepTr },
 		"other recipe":        func(c *forge.QuantizeConfig) { c.Sweep, c.SweepTrace, c.Seed = out+".sweep.json", "", 7 },
+		"other model's sweep": func(c *forge.QuantizeConfig) { c.Sweep, c.SweepTrace = otherPath, "" },
 	} {
 		c := cfg
 		c.Out = filepath.Join(dir, "x")
