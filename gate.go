@@ -28,8 +28,9 @@ type GateConfig struct {
 	// trace: the plan is judged where it was not chosen.
 	Trace string
 	// Out is where the plan's bundle is written ("": in Work, removed
-	// with it); Work is a directory for the gate's other bundle and
-	// plans, made and removed by Gate ("": OUT.gate or PLAN.gate).
+	// with it); Work is where Gate makes a fresh directory
+	// (STEM.gate-RANDOM) for its other bundle and plan and removes it
+	// ("": beside OUT, or beside the plan).
 	Out, Work string
 	Overwrite bool
 	Progress  func(done, total int64) // the quantize runs' and evaluations' progress
@@ -101,14 +102,20 @@ func Gate(ctx context.Context, cfg GateConfig) (*GateReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gate: the sweep's recipe: %w", err)
 	}
-	work := cfg.Work
-	if work == "" {
-		work = filepath.Clean(cfg.PlanPath) + ".gate"
+	// A fresh directory of the gate's own, so that nothing already there
+	// (a user's directory of the same name) is ever removed.
+	parent, stem := cfg.Work, filepath.Base(cfg.PlanPath)
+	if cfg.Out != "" {
+		stem = filepath.Base(cfg.Out)
+	}
+	if parent == "" {
+		parent = filepath.Dir(cfg.PlanPath)
 		if cfg.Out != "" {
-			work = filepath.Clean(cfg.Out) + ".gate"
+			parent = filepath.Dir(filepath.Clean(cfg.Out))
 		}
 	}
-	if err := os.MkdirAll(work, 0o755); err != nil {
+	work, err := os.MkdirTemp(parent, stem+".gate-")
+	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
 	defer os.RemoveAll(work)

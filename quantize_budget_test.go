@@ -33,6 +33,19 @@ func TestQuantizeBudget(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "b")
+	// A user's directory named as the gate's once was is never touched.
+	mine := filepath.Join(dir, "b.gate")
+	if err := os.MkdirAll(mine, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mine, "keep.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := os.Stat(filepath.Join(mine, "keep.txt")); err != nil {
+			t.Errorf("the gate removed a directory it did not make: %v", err)
+		}
+	}()
 	cfg := forge.QuantizeConfig{Model: tiny, Out: out, Budget: "3.0bpw", SweepTrace: sweepTr, EvalTrace: gateTr,
 		SweepCandidates: "LUT4 + pcs;LUT2 + pcs;bf16", SweepUnit: "band:2", SweepRows: 2}
 	if err := forge.Quantize(context.Background(), cfg); err != nil {

@@ -186,6 +186,11 @@ func openSweep(cfg SweepConfig) (*sweepRun, error) {
 		outpath.Target{Path: cfg.Out, Owned: outpath.ForgeJSON}); err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
+	// OUT.partial is the sweep's own state: replaced when forge wrote it,
+	// never when it is someone else's file.
+	if err := outpath.Check(outpath.Target{Path: partialPath(cfg.Out), Owned: outpath.ForgeJSON}, true); err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
 	ok := false
 	defer func() {
 		if !ok {

@@ -162,6 +162,17 @@ func TestSweepBadInput(t *testing.T) {
 			c.LowRankWeighted, c.Calib = true, []string{filepath.Join("data", "code-train-sample.txt") + ":4"}
 		}, "rank"},
 	}
+	// OUT.partial that forge did not write is never replaced.
+	if err := os.WriteFile(filepath.Join(dir, "mine.json.partial"), []byte("my notes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := forge.Sweep(context.Background(), forge.SweepConfig{Model: tiny, Trace: tr, Out: filepath.Join(dir, "mine.json"),
+		Candidates: "LUT4 + pcs", Unit: "band:8", Rows: 2}); err == nil || !strings.Contains(err.Error(), "mine.json.partial") {
+		t.Errorf("a user's OUT.partial: %v, want it refused by name", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "mine.json.partial")); string(b) != "my notes" {
+		t.Error("a user's OUT.partial was replaced")
+	}
 	t.Setenv("JOB_COMPLETION_INDEX", "")
 	t.Setenv("SLURM_ARRAY_TASK_ID", "")
 	for _, c := range cases {
