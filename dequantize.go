@@ -131,11 +131,7 @@ func checkDequantPaths(cfg DequantizeConfig) error {
 		}
 		return fmt.Errorf("dequantize: %s has no %s: not a forge bundle, or an export that did not finish", cfg.Bundle, bundle.ManifestName)
 	}
-	out := filepath.Clean(cfg.Out)
-	if err := outpath.Disjoint([]string{out + ".partial"}, []string{cfg.Bundle}); err != nil {
-		return fmt.Errorf("dequantize: %w", err)
-	}
-	if err := checkOutputs(cfg.Overwrite, []string{cfg.Bundle}, outpath.Target{Path: out, Dir: true}); err != nil {
+	if _, err := checkStagedDir(cfg.Overwrite, []string{cfg.Bundle}, outpath.Target{Path: cfg.Out}); err != nil {
 		return fmt.Errorf("dequantize: %w", err)
 	}
 	return nil

@@ -45,15 +45,20 @@ type Inspection struct {
 }
 
 // MatrixStats is one matrix of a bundle: format, packed bytes, bits per
-// weight and where the ANE stack would run it.
+// weight, the online rotation of its input and where the ANE stack would
+// run it.
 type MatrixStats struct {
-	Name      string  `json:"name"`
-	Part      string  `json:"part"`
-	Format    string  `json:"format"`
-	Shape     [2]int  `json:"shape"`
-	Bytes     int64   `json:"bytes"`
-	BPW       float64 `json:"bpw"`
-	Placement string  `json:"ane"`
+	Name   string  `json:"name"`
+	Part   string  `json:"part"`
+	Format string  `json:"format"`
+	Shape  [2]int  `json:"shape"`
+	Bytes  int64   `json:"bytes"`
+	BPW    float64 `json:"bpw"`
+	// Rotation is the input rotation, "hadamard seed 1003 block 256", with
+	// " signs numpy" when its signs are numpy's (bundle.RotationEntry);
+	// "" for none.
+	Rotation  string `json:"rotation,omitempty"`
+	Placement string `json:"ane"`
 }
 
 // PartStats is one row of the size table.
@@ -111,6 +116,9 @@ func inspectBundle(dir string) (*Inspection, error) {
 			continue
 		}
 		ms := MatrixStats{Name: spec.Name, Part: string(spec.Part), Format: e.Format, Shape: e.Shape, Bytes: e.Bytes, BPW: e.BPW}
+		if e.Rotation != nil {
+			ms.Rotation = e.Rotation.String()
+		}
 		if f, err := lut.ParseFormat(e.Format); err == nil {
 			ms.Placement = lut.Place(f, e.Shape[0], e.Shape[1]).String()
 		}

@@ -3,6 +3,7 @@ package forge
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 
 	"forge/corpus"
 	"forge/internal/outpath"
@@ -32,6 +33,19 @@ func checkOutputs(overwrite bool, inputs []string, targets ...outpath.Target) er
 		outs = append(outs, t.Path)
 	}
 	return nil
+}
+
+// checkStagedDir checks an output directory that a job builds as
+// OUT.partial and publishes by one rename (outpath.Stage): neither may
+// overlap the inputs, and an existing OUT may be replaced only with
+// overwrite and only when it passes t's ownership test. It returns the
+// cleaned path.
+func checkStagedDir(overwrite bool, inputs []string, t outpath.Target) (string, error) {
+	t.Path, t.Dir = filepath.Clean(t.Path), true
+	if err := outpath.Disjoint([]string{t.Path + ".partial"}, inputs); err != nil {
+		return "", err
+	}
+	return t.Path, checkOutputs(overwrite, inputs, t)
 }
 
 // dataPaths returns the files of "FILE[:ROWS]" sources, skipping any that

@@ -49,7 +49,7 @@ func EncodeMatrix(name string, m *lut.Matrix) (Facts, []safetensors.Tensor, erro
 		if !ok {
 			return f, nil, fmt.Errorf("matrix %q: rotation %T cannot be stored (only lut.Hadamard)", name, r)
 		}
-		f.Rotation = &RotationEntry{Kind: "hadamard", Seed: h.Seed(), Block: h.Block()}
+		f.Rotation = NewRotationEntry(h.Seed(), h.Block(), h.Signs())
 	}
 	infos, err := tensorsOf(Item{Name: name, Shape: []int{out, in}, Format: m.Format(), Rank: m.Rank()})
 	if err != nil {
@@ -69,7 +69,8 @@ func EncodeMatrix(name string, m *lut.Matrix) (Facts, []safetensors.Tensor, erro
 
 // DecodeMatrix builds the matrix name with facts f from its arrays in src,
 // checking the facts (a lut format, positive shape, rank ≥ 0, a rotation of
-// kind "hadamard" with lut.NewHadamard's block for the width) and the
+// kind "hadamard" with lut.HadamardBlock's block for the width and a known
+// sign generator, lut.NewHadamardSigns) and the
 // arrays (lut.New: exactly the sizes the format calls for). The fp16
 // arrays are src's own when it gives views (a mapped file). Errors name
 // the matrix.
@@ -97,11 +98,14 @@ func DecodeMatrix(name string, f Facts, src Arrays) (*lut.Matrix, error) {
 		}
 	}
 	if r := f.Rotation; r != nil {
-		h := lut.NewHadamard(f.Shape[1], r.Seed)
-		if r.Kind != "hadamard" || h.Block() != r.Block {
-			return nil, fmt.Errorf("matrix %q: rotation %q with %d-wide blocks, want \"hadamard\" with %d", name, r.Kind, r.Block, h.Block())
+		if block := lut.HadamardBlock(f.Shape[1]); r.Kind != "hadamard" || block != r.Block {
+			return nil, fmt.Errorf("matrix %q: rotation %q with %d-wide blocks, want \"hadamard\" with %d", name, r.Kind, r.Block, block)
 		}
-		p.Rotation = h
+		signs, err := r.SignSource()
+		if err != nil {
+			return nil, fmt.Errorf("matrix %q: %w", name, err)
+		}
+		p.Rotation = lut.NewHadamardSigns(f.Shape[1], r.Seed, signs)
 	}
 	m, err := lut.New(it.Format, f.Shape[0], f.Shape[1], p)
 	if err != nil {

@@ -48,8 +48,9 @@
 //     "format": "forge", "format_version": "2" and, for each matrix stored
 //     in the shard, "matrix:NAME" → the JSON object {"format", "shape",
 //     "rank" (omitted when 0), "raw" (omitted when false), "rotation"
-//     {"kind", "seed", "block"} (omitted when none)}: every fact the model
-//     is computed from besides the arrays themselves. Open compares each
+//     {"kind", "seed", "block", "signs" (omitted for forge's; "Rotation
+//     signs" below)} (omitted when none)}: every fact the model is
+//     computed from besides the arrays themselves. Open compares each
 //     matrix's facts in forge.json with its shard's field by field
 //     ("matrix \"layers.3.mlp.up_proj.weight\": rotation seed 1004, the
 //     shard model-00001-of-00002.safetensors says 1003"), and refuses facts
@@ -63,11 +64,12 @@
 //     tensors (model.Tensors). Every listed matrix is one of the model's
 //     matrices with the model's shape; its format, rank and raw flag are
 //     consistent (a raw matrix is bf16, f16 or f32 with no rank and no
-//     rotation); it is stored as exactly the tensors they call for, with
-//     those dtypes and shapes, in the shard that records its facts; and its
-//     bytes and bpw equal those recomputed from its format, shape and rank
-//     (lut.Format.Size and BitsPerWeight; out·in·dtype size for a raw
-//     matrix, bpw 8·bytes/(out·in)). Every matrix the model needs is listed,
+//     rotation); a rotation's "signs" is absent or "numpy"; it is stored
+//     as exactly the tensors they call for, with those dtypes and shapes,
+//     in the shard that records its facts; and its bytes and bpw equal
+//     those recomputed from its format, shape and rank (lut.Format.Size
+//     and BitsPerWeight; out·in·dtype size for a raw matrix, bpw
+//     8·bytes/(out·in)). Every matrix the model needs is listed,
 //     every vector it needs is a float tensor of its shape, and every tensor
 //     in the shards belongs to a listed matrix or a model vector.
 //  5. Finite values. The model's vectors (norms, conv taps, A_log, dt_bias)
@@ -80,7 +82,7 @@
 //     reports it.
 //  6. Every matrix builds (lut.New): arrays of exactly the size its format
 //     calls for, zero padding bits, INT8 codes in range, a rotation of kind
-//     "hadamard" whose block is lut.NewHadamard's for the width.
+//     "hadamard" whose block is lut.HadamardBlock of the width.
 //  7. Content hash (version 2). content_sha256 is the SHA-256 of the
 //     manifest's canonical content (Manifest.ContentHash: encoding/json's
 //     compact encoding of the parsed manifest with content_sha256 empty;
@@ -102,6 +104,21 @@
 // Open runs every check above except 3 and 7, so an edit of a version 1
 // manifest that keeps bytes, bpw, shapes and tensors consistent (a rotation
 // seed, say) cannot be detected.
+//
+// # Rotation signs
+//
+// A rotation's random signs come from its seed by one of two generators
+// (lut.SignSource), named by the rotation's "signs": absent for forge's
+// own, PCG(seed, "HADAMARD") (lut.NewHadamard), which is every rotation
+// forge's quantizer makes and every bundle written before the key
+// existed, so those bundles read unchanged and forge's keep their bytes;
+// "numpy" for numpy's default_rng(seed).choice([-1, 1], in)
+// (lut.NewHadamardSigns with lut.SignsNumpy), the reference pipeline's,
+// which forge import brings in (docs/ane.md §3.3). Any other value is
+// refused, naming the bundle and the matrix. A forge that predates the
+// key refuses a bundle that has it (the shard facts are decoded strictly,
+// and the content hash does not match without it) rather than computing
+// it with the wrong signs; format_version stays 2.
 //
 // # The matrix codec and the work directory
 //

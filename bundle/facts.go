@@ -70,12 +70,31 @@ func diffFacts(m, s Facts, shard string) string {
 		return fmt.Sprintf("rotation seed %d, %s %d", m.Rotation.Seed, says, s.Rotation.Seed)
 	case m.Rotation.Block != s.Rotation.Block:
 		return fmt.Sprintf("rotation block %d, %s %d", m.Rotation.Block, says, s.Rotation.Block)
+	case m.Rotation.Signs != s.Rotation.Signs:
+		return fmt.Sprintf("rotation signs %s, %s %s", signsText(m.Rotation.Signs), says, signsText(s.Rotation.Signs))
 	}
 	return ""
 }
 
-func describeRotation(r *RotationEntry) string {
-	return fmt.Sprintf("rotation %s seed %d block %d", r.Kind, r.Seed, r.Block)
+// describeRotation is "rotation " + r.String().
+func describeRotation(r *RotationEntry) string { return "rotation " + r.String() }
+
+// String describes the rotation as "hadamard seed 1003 block 256", with
+// " signs numpy" when the signs are not forge's.
+func (r *RotationEntry) String() string {
+	s := fmt.Sprintf("%s seed %d block %d", r.Kind, r.Seed, r.Block)
+	if r.Signs != "" {
+		s += " signs " + r.Signs
+	}
+	return s
+}
+
+// signsText quotes a Signs value, "none" for the absent one.
+func signsText(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return strconv.Quote(s)
 }
 
 // shardMetadata is the "__metadata__" of a shard holding the entries es.
@@ -90,7 +109,8 @@ func shardMetadata(es []MatrixEntry) map[string]string {
 // itemOf is the Item the facts of the matrix name describe, with the facts
 // checked enough for tensorsOf and newEntry: a lut format, or for a raw
 // matrix a float dtype; a positive shape; a non-negative rank, none on a raw
-// matrix; no rotation on a raw matrix (a dense matrix applies none).
+// matrix; no rotation on a raw matrix (a dense matrix applies none); a
+// rotation's sign generator one this forge knows.
 func itemOf(name string, e Facts) (Item, error) {
 	it := Item{Name: name, Shape: []int{e.Shape[0], e.Shape[1]}, Rank: e.Rank, Matrix: true}
 	switch {
@@ -102,6 +122,11 @@ func itemOf(name string, e Facts) (Item, error) {
 		return it, fmt.Errorf("raw with rank %d (a raw matrix has no low-rank factors)", e.Rank)
 	case e.Raw && e.Rotation != nil:
 		return it, fmt.Errorf("raw with a rotation (a raw matrix is stored unrotated)")
+	}
+	if e.Rotation != nil {
+		if _, err := e.Rotation.SignSource(); err != nil {
+			return it, err
+		}
 	}
 	if e.Raw {
 		dt, err := safetensors.ParseDType(strings.ToUpper(e.Format))

@@ -35,6 +35,13 @@ const (
 // same config, tensors, arrays and rotations, in the current layout.
 func reexport(t testing.TB, src, out string) {
 	t.Helper()
+	reexportWith(t, src, out, nil)
+}
+
+// reexportWith is reexport with each rotated matrix (and its Item's
+// rotation) replaced by rotate's, when rotate is set.
+func reexportWith(t testing.TB, src, out string, rotate func(h *lut.Hadamard) *lut.Hadamard) {
+	t.Helper()
 	b, err := Open(src)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +53,10 @@ func reexport(t testing.TB, src, out string) {
 		if e, ok := b.Entry(s.Name); ok && !e.Raw {
 			it.Format, _ = lut.ParseFormat(e.Format)
 			it.Rank, it.Rotation = e.Rank, e.Rotation
+			if r := e.Rotation; r != nil && rotate != nil {
+				h := rotate(lut.NewHadamard(s.Shape[1], r.Seed))
+				it.Rotation = NewRotationEntry(h.Seed(), h.Block(), h.Signs())
+			}
 		} else {
 			info, _ := b.tensors[s.Name].Info(s.Name)
 			it.DType = info.DType
@@ -63,7 +74,12 @@ func reexport(t testing.TB, src, out string) {
 		var err error
 		if it.Format.Kind != 0 {
 			var lm *lut.Matrix
-			if lm, err = b.Matrix(it.Name); err == nil {
+			if lm, err = b.Matrix(it.Name); err == nil && it.Rotation != nil && rotate != nil {
+				p := lm.Parts()
+				p.Rotation = rotate(p.Rotation.(*lut.Hadamard))
+				lm, err = lut.New(lm.Format(), it.Shape[0], it.Shape[1], p)
+			}
+			if err == nil {
 				err = w.Matrix(it.Name, lm)
 			}
 		} else {
@@ -143,8 +159,20 @@ func TestV1(t *testing.T) {
 			t.Errorf("%s: shard facts %q (%v), manifest %+v", e.Name, meta[metaMatrixPrefix+e.Name], err, factsOf(e))
 		}
 	}
-	if e, _ := b2.Entry(upProj); e.Rotation == nil || e.Rotation.Seed != 1000 {
-		t.Errorf("%s: rotation %+v, want seed 1000", upProj, e.Rotation)
+	if e, _ := b2.Entry(upProj); e.Rotation == nil || e.Rotation.Seed != 1000 || e.Rotation.Signs != "" {
+		t.Errorf("%s: rotation %+v, want seed 1000, forge's signs", upProj, e.Rotation)
+	}
+	for _, bb := range []*Bundle{b, b2} { // no "signs" recorded: forge's generator, as before it could be named
+		m, err := bb.Matrix(upProj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := m.Parts().Rotation.(*lut.Hadamard); !ok || h.Signs() != lut.SignsForge {
+			t.Errorf("%s: rotation %v, want forge's signs", upProj, m.Parts().Rotation)
+		}
+	}
+	if raw, _ := os.ReadFile(filepath.Join(out, ManifestName)); strings.Contains(string(raw), `"signs"`) || strings.Contains(meta[metaMatrixPrefix+upProj], `"signs"`) {
+		t.Errorf("a bundle with forge's signs records \"signs\": forge.json or shard facts %s", meta[metaMatrixPrefix+upProj])
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"forge/lut"
 )
 
 // FormatVersion is the bundle layout version this package writes. Open
@@ -61,11 +63,44 @@ type MatrixEntry struct {
 }
 
 // RotationEntry records an online block Hadamard rotation: blocks of
-// Block columns, signs from Seed (lut.NewHadamard(in, Seed)).
+// Block columns, signs drawn from Seed by the generator Signs names
+// (lut.SignSource). Signs is absent for forge's own generator
+// (lut.NewHadamard(in, Seed)), which every rotation forge's quantizer
+// makes and every bundle written before the field existed has, and
+// "numpy" for numpy's default_rng(Seed).choice([-1, 1], in)
+// (lut.NewHadamardSigns(in, Seed, lut.SignsNumpy)): the reference
+// pipeline's rotations, which forge import brings in. Any other value is
+// refused (SignSource).
 type RotationEntry struct {
 	Kind  string `json:"kind"` // "hadamard"
 	Seed  uint64 `json:"seed"`
 	Block int    `json:"block"`
+	Signs string `json:"signs,omitempty"` // "" (forge's PCG) or "numpy"
+}
+
+// SignsNumpy is RotationEntry.Signs of a rotation with numpy's signs.
+const SignsNumpy = "numpy"
+
+// NewRotationEntry records a Hadamard rotation with the given seed, block
+// width and sign generator.
+func NewRotationEntry(seed uint64, block int, signs lut.SignSource) *RotationEntry {
+	r := &RotationEntry{Kind: "hadamard", Seed: seed, Block: block}
+	if signs == lut.SignsNumpy {
+		r.Signs = SignsNumpy
+	}
+	return r
+}
+
+// SignSource returns the generator r.Signs names: lut.SignsForge when it
+// is absent, lut.SignsNumpy for "numpy"; any other value is an error.
+func (r *RotationEntry) SignSource() (lut.SignSource, error) {
+	switch r.Signs {
+	case "":
+		return lut.SignsForge, nil
+	case SignsNumpy:
+		return lut.SignsNumpy, nil
+	}
+	return 0, fmt.Errorf("rotation signs %q: not a sign generator this forge knows (%q, or none for forge's own)", r.Signs, SignsNumpy)
 }
 
 // SNREntry is a matrix's output-space SNR in dB on held-out calibration

@@ -19,9 +19,12 @@
 //	placement.go  Place: runs on the ANE / falls back to the CPU / cannot be expressed
 //	pack.go       Pack, Unpack: the index bit stream below
 //	matrix.go     Matrix, Parts (the stored arrays), New (validating), Dequantize, Rotation
-//	hadamard.go   Hadamard, NewHadamard, HadamardBlock: the online block Hadamard rotation
-//	              M = diag(D_b·H_n/√n), n = min(1024, width & −width), signs from PCG(seed, "HADAMARD")
-//	              (docs/quantization.md §3); Rotate (x·M) by a float32 fast Walsh–Hadamard transform
+//	hadamard.go   Hadamard, NewHadamard, NewHadamardSigns, HadamardBlock: the online block Hadamard
+//	              rotation M = diag(D_b·H_n/√n), n = min(1024, width & −width), signs from forge's
+//	              PCG(seed, "HADAMARD") or numpy's (SignSource; docs/quantization.md §3, docs/ane.md §3.3);
+//	              Rotate (x·M) by a float32 fast Walsh–Hadamard transform
+//	numpysigns.go NumpySigns: numpy's default_rng(seed).choice([-1, 1], n), step by step
+//	              (SeedSequence, PCG64, Lemire), the reference pipeline's signs; testdata/numpy-signs.json
 //	hadamard_inverse.go  RotateTranspose (x·Mᵀ), UnrotateWeights: folding a rotation back into weights
 //	mul.go        Mul: rotation, worker-pool split, low-rank term; MulRows: a range of outputs, no pool
 //	kernel_go.go  the portable kernels (every format and alignment)

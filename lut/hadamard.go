@@ -48,19 +48,51 @@ func HadamardBlock(width int) int {
 // rotates x online (Hadamard implements Rotation; Matrix applies it
 // before the product).
 //
-// The signs derive from the seed alone: with
+// The signs derive from the seed alone, by one of two generators
+// (SignSource). forge's own (SignsForge, NewHadamard): with
 // g = rand.New(rand.NewPCG(seed, 0x484144414D415244)) (math/rand/v2), the
 // k-th value g.Uint64() (k = 0, 1, …) holds the signs of columns
 // 64k … 64k+63, least significant bit first, a set bit meaning d_j = −1.
-// forge uses seed 1000+ℓ for the gate/up input and 2000+ℓ for the down
+// The reference pipeline's (SignsNumpy): d = numpy's
+// default_rng(seed).choice([-1, 1], width) (NumpySigns), one draw over the
+// whole width. The reference builds M as this type does (D on the
+// columns, H_n in Sylvester's natural order; docs/ane.md §3.3), so a layer
+// it stored as Q = W·M runs here with the same seed and SignsNumpy. Both
+// pipelines use seed 1000+ℓ for the gate/up input and 2000+ℓ for the down
 // input of layer ℓ.
 //
-// A Hadamard is immutable after NewHadamard and safe for concurrent use.
+// A Hadamard is immutable after NewHadamard (or NewHadamardSigns) and safe
+// for concurrent use.
 type Hadamard struct {
 	width, block int
 	seed         uint64
+	signs        SignSource
 	scale        []float32 // [width] d_j/√n, rounded to float32
 	jobs         sync.Pool // *hadamardJob, for parallel Rotate
+}
+
+// SignSource names the generator of a Hadamard's random signs D. The zero
+// value is forge's.
+type SignSource uint8
+
+const (
+	// SignsForge draws the signs from PCG(seed, "HADAMARD") (Hadamard):
+	// every rotation forge's quantizer makes.
+	SignsForge SignSource = iota
+	// SignsNumpy draws them as numpy's default_rng(seed).choice([-1, 1],
+	// width) does (NumpySigns): the reference pipeline's rotations.
+	SignsNumpy
+)
+
+// String returns "forge" or "numpy".
+func (s SignSource) String() string {
+	switch s {
+	case SignsForge:
+		return "forge"
+	case SignsNumpy:
+		return "numpy"
+	}
+	return fmt.Sprintf("SignSource(%d)", uint8(s))
 }
 
 // hadamardJob carries one parallel Rotate call; run is its rows method
@@ -75,21 +107,41 @@ type hadamardJob struct {
 func (j *hadamardJob) rows(lo, hi int) { j.h.rotateRows(j.dst, j.x, lo, hi) }
 
 // NewHadamard returns the rotation of the given width with signs drawn
-// from seed (see Hadamard). It panics if width ≤ 0.
+// from seed by forge's generator (NewHadamardSigns with SignsForge). It
+// panics if width ≤ 0.
 func NewHadamard(width int, seed uint64) *Hadamard {
+	return NewHadamardSigns(width, seed, SignsForge)
+}
+
+// NewHadamardSigns returns the rotation of the given width with signs
+// drawn from seed by the generator src (see Hadamard). Only the signs
+// differ between sources; the transform is the same. It panics if
+// width ≤ 0 or src is not SignsForge or SignsNumpy.
+func NewHadamardSigns(width int, seed uint64, src SignSource) *Hadamard {
 	n := HadamardBlock(width)
-	h := &Hadamard{width: width, block: n, seed: seed, scale: make([]float32, width)}
+	h := &Hadamard{width: width, block: n, seed: seed, signs: src, scale: make([]float32, width)}
 	inv := float32(1 / math.Sqrt(float64(n)))
-	g := rand.New(rand.NewPCG(seed, hadamardStream))
-	var bits uint64
-	for j := range width {
-		if j%64 == 0 {
-			bits = g.Uint64()
+	switch src {
+	case SignsForge:
+		g := rand.New(rand.NewPCG(seed, hadamardStream))
+		var bits uint64
+		for j := range width {
+			if j%64 == 0 {
+				bits = g.Uint64()
+			}
+			h.scale[j] = inv
+			if bits>>(j%64)&1 == 1 {
+				h.scale[j] = -inv
+			}
 		}
-		h.scale[j] = inv
-		if bits>>(j%64)&1 == 1 {
-			h.scale[j] = -inv
+	case SignsNumpy:
+		d := make([]int8, width)
+		NumpySigns(d, seed)
+		for j, s := range d {
+			h.scale[j] = float32(s) * inv
 		}
+	default:
+		panic(fmt.Sprintf("lut.NewHadamardSigns: sign source %v", src))
 	}
 	h.jobs.New = func() any {
 		j := &hadamardJob{h: h}
@@ -107,6 +159,9 @@ func (h *Hadamard) Block() int { return h.block }
 
 // Seed returns the seed the signs were drawn from.
 func (h *Hadamard) Seed() uint64 { return h.seed }
+
+// Signs returns the generator the signs were drawn by.
+func (h *Hadamard) Signs() SignSource { return h.signs }
 
 // Rotate sets dst = x·M for x and dst [T, width]: per row and block, the
 // row is multiplied by d_j/√n and transformed in place by a float32 fast

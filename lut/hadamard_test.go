@@ -61,8 +61,14 @@ func hadamardRef(width int, seed uint64, x *tensor.Matrix) [][]float64 {
 // hadamardRefT is hadamardRef, or with transpose x·Mᵀ (M_b[k][i] in place
 // of M_b[i][k]): the reference twin of RotateTranspose as well.
 func hadamardRefT(width int, seed uint64, x *tensor.Matrix, transpose bool) [][]float64 {
+	return hadamardRefD(hadamardSigns(width, seed), x, transpose)
+}
+
+// hadamardRefD is hadamardRefT for the signs d [width].
+func hadamardRefD(d []float64, x *tensor.Matrix, transpose bool) [][]float64 {
+	width := len(d)
 	n := HadamardBlock(width)
-	hn, d := sylvester(n), hadamardSigns(width, seed)
+	hn := sylvester(n)
 	inv := 1 / math.Sqrt(float64(n))
 	y := make([][]float64, x.Rows)
 	for t := range y {

@@ -43,6 +43,14 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 			m.rope.apply(kh, cos, sin)
 		}
 	}
+	if s.num != nil {
+		if s.verify || s.rows != nil {
+			panic("model: a Numerics does not run Verify or StepBatch")
+		}
+		s.storeRows(SiteNorm, li, &sc.q)
+		s.storeRows(SiteKV, li, &sc.kp)
+		s.storeRows(SiteKV, li, &sc.vp)
+	}
 	switch {
 	case s.rows != nil: // a StepBatch: each row in its own State's cache (batch.go)
 	case s.kv == KVInt8:
@@ -57,6 +65,26 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	s.observeLayer(li, "self_attn.gate", &sc.gate)
 
 	sc.att.Resize(T, hq*D)
+	if s.num != nil {
+		scores := make([]float32, s.pos+T)
+		for t := range T {
+			for h := range hq {
+				a.attendNum(c, s, li, s.pos, t, h, scores)
+			}
+		}
+		s.observeLayer(li, "self_attn.attn_out", &sc.att)
+		for i, g := range sc.gate.Data {
+			sc.gate.Data[i] = sigmoid(g)
+		}
+		s.storeRows(SiteAct, li, &sc.gate)
+		for i, g := range sc.gate.Data {
+			sc.att.Data[i] *= g
+		}
+		s.storeRows(SiteAct, li, &sc.att)
+		s.products(&sc.att).add(a.o, dst).do()
+		s.observeLayer(li, "self_attn.mixer_out", dst)
+		return
+	}
 	if s.rows != nil {
 		a.attendRows(c, s, li)
 	} else if T == 1 || s.verify {

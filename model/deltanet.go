@@ -34,6 +34,16 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	s.observeLayer(li, "linear_attn.z", &sc.z)
 
 	sc.xc.Resize(T, cd)
+	if s.num != nil {
+		if s.verify || s.rows != nil {
+			panic("model: a Numerics does not run Verify or StepBatch")
+		}
+		sc.o.Resize(T, c.ValueTotal())
+		d.forwardNum(c, s, li)
+		s.products(&sc.o).add(d.out, dst).do()
+		s.observeLayer(li, "linear_attn.mixer_out", dst)
+		return
+	}
 	switch {
 	case s.rows != nil: // a StepBatch: each row against its own State (batch.go)
 		d.convBatch(c, s, li)
@@ -115,20 +125,27 @@ func (d *deltaNet) convolve(dst, X *tensor.Matrix, hist []float32, K int) {
 
 // convRows computes conv + SiLU output rows [lo, hi) (hist is only read).
 func (d *deltaNet) convRows(dst, X *tensor.Matrix, hist []float32, K, lo, hi int) {
-	cd := X.Cols
-	src := func(r int) []float32 { // raw row r relative to the call; r < 0 reads the history
-		if r < 0 {
-			return hist[(K-1+r)*cd : (K+r)*cd]
-		}
-		return X.Row(r)
-	}
 	for t := lo; t < hi; t++ {
-		out := dst.Row(t)
-		clear(out)
-		for j := range K {
-			mulAdd(out, d.conv[j*cd:(j+1)*cd], src(t-(K-1)+j))
+		d.convSum(dst.Row(t), X, hist, K, t)
+		siluInPlace(dst.Row(t))
+	}
+}
+
+// convSum writes the causal depthwise conv of raw row t (before the SiLU)
+// into out: Σ_j conv[j] ⊙ x_{t−(K−1)+j}, rows before the call read from
+// hist.
+func (d *deltaNet) convSum(out []float32, X *tensor.Matrix, hist []float32, K, t int) {
+	cd := X.Cols
+	clear(out)
+	for j := range K {
+		r := t - (K - 1) + j // raw row r relative to the call; r < 0 reads the history
+		var src []float32
+		if r < 0 {
+			src = hist[(K-1+r)*cd : (K+r)*cd]
+		} else {
+			src = X.Row(r)
 		}
-		siluInPlace(out)
+		mulAdd(out, d.conv[j*cd:(j+1)*cd], src)
 	}
 }
 

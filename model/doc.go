@@ -38,6 +38,13 @@
 // of several States in one forward — server slots decoding at once — each
 // row again its State's decode step bit for bit.
 //
+// A State with a Numerics (numerics.go; package ane: the Neural Engine's
+// fp16) runs the same forward on a measuring path: every tensor a device
+// would store is handed to the Numerics to round as it is made, SiLU and
+// softplus are the Numerics' own, rescalings that are exact in real
+// arithmetic can be switched on, and the DeltaNet runs its recurrent form
+// row by row.
+//
 // Files: config.go (Config), tensors.go (the tensor inventory of a config),
 // load.go (Load from a Source), model.go (Forward, the decoder layer and
 // MLP), deltanet.go and deltarule.go (§7–8), attention.go and rope.go (§6),
@@ -46,5 +53,6 @@
 // softplus, a 2-ulp float32 exp), rows.go (row-parallel norms and SwiGLU),
 // stage.go (a decode step's products on the pool, stepMode), act.go (Act:
 // int8 activations), kvcache.go (KV: the int8 KV cache), vec.go,
-// vec_simd.go and vec_go.go (row loops and their AVX-512 kernels).
+// vec_simd.go and vec_go.go (row loops and their AVX-512 kernels),
+// numerics.go (Numerics: an emulated device's arithmetic).
 package model

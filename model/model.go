@@ -140,6 +140,7 @@ func (m *Model) forward(ctx context.Context, s *State, tokens []int, last bool) 
 		defer sc.mode.end(time.Now())
 	}
 	m.Embed(&sc.x, tokens)
+	s.storeRows(SiteHidden, -1, &sc.x)
 	s.observe("embed", &sc.x)
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
@@ -149,6 +150,7 @@ func (m *Model) forward(ctx context.Context, s *State, tokens []int, last bool) 
 		m.layerForward(s, li)
 	}
 	s.doRows(opNorm, m.norm, c.Eps, T)
+	s.storeRows(SiteNorm, -1, &sc.u)
 	s.observe("final_norm", &sc.u)
 	if last && T > 1 {
 		u := tensor.FromSlice(1, c.Hidden, sc.u.Row(T-1))
@@ -249,6 +251,7 @@ func (m *Model) Head(s *State, x *tensor.Matrix) *tensor.Matrix {
 	m.begin(s, T)
 	copy(sc.x.Data, x.Data[:T*c.Hidden])
 	s.doRows(opNorm, m.norm, c.Eps, T)
+	s.storeRows(SiteNorm, -1, &sc.u)
 	s.products(&sc.u).add(m.head, &sc.logits).do()
 	return &sc.logits
 }
@@ -261,21 +264,30 @@ func (m *Model) layerForward(s *State, li int) {
 	L := &m.layers[li]
 	T := sc.x.Rows
 	s.doRows(opNorm, L.inNorm, c.Eps, T)
+	s.storeRows(SiteNorm, li, &sc.u)
 	if L.kind == Attention {
 		L.attn.forward(m, s, li, &sc.u, &sc.y)
 	} else {
 		L.gdn.forward(m, s, li, &sc.u, &sc.y)
 	}
 	addTo(sc.x.Data, sc.y.Data)
+	s.storeRows(SiteHidden, li, &sc.x)
 	s.doRows(opNorm, L.postNorm, c.Eps, T)
+	s.storeRows(SiteNorm, li, &sc.u)
 	// SwiGLU MLP (docs/model.md §10): (silu(u·W_gateᵀ) ⊙ (u·W_upᵀ))·W_downᵀ.
 	sc.g.Resize(T, c.Intermediate)
 	sc.up.Resize(T, c.Intermediate)
 	s.products(&sc.u).add(L.gate, &sc.g).add(L.up, &sc.up).do()
-	s.doRows(opSwiGLU, nil, 0, T)
-	s.products(&sc.g).add(L.down, &sc.y).do()
+	if s.num != nil {
+		s.swigluNum(li)
+		s.downNum(L, li)
+	} else {
+		s.doRows(opSwiGLU, nil, 0, T)
+		s.products(&sc.g).add(L.down, &sc.y).do()
+	}
 	s.observeLayer(li, "mlp_out", &sc.y)
 	addTo(sc.x.Data, sc.y.Data)
+	s.storeRows(SiteHidden, li, &sc.x)
 	if s.Observe != nil {
 		s.Observe("layer_out."+strconv.Itoa(li), &sc.x)
 	}

@@ -27,6 +27,8 @@ type State struct {
 	kv     KV       // how attention layers store keys and values
 	act    Act      // how steps multiply activations by quantized weights
 	layers []layerState
+	num    Numerics    // emulated device arithmetic (numerics.go), nil for fp32
+	nsc    []float32   // the Numerics path's scratch: [2·dv + 1]
 	marks  []*snapshot // live marks, oldest first
 	free   []*snapshot // recycled snapshots (Mark does not allocate in steady state)
 

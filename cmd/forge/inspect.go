@@ -7,6 +7,7 @@ import (
 	"forge/internal/units"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"forge"
@@ -64,9 +65,18 @@ func writeInspection(w io.Writer, in *forge.Inspection) error {
 	parts.Row("total", in.Params, units.BytesPrecise(in.Bytes), fmt.Sprintf("%.3f", 8*float64(in.Bytes)/float64(max(in.Params, 1))), "100.0%")
 	tables := []*table.Table{head, parts}
 	if len(in.Matrices) > 0 {
-		ms := table.New("matrix", "format", "shape", "bytes", "bpw", "ANE").AlignRight(3, 4)
+		rotated := slices.ContainsFunc(in.Matrices, func(m forge.MatrixStats) bool { return m.Rotation != "" })
+		cols := []string{"matrix", "format", "shape", "bytes", "bpw", "ANE"}
+		if rotated { // the input rotation, before ANE
+			cols = slices.Insert(cols, 5, "rotation")
+		}
+		ms := table.New(cols...).AlignRight(3, 4)
 		for _, m := range in.Matrices {
-			ms.Row(m.Name, m.Format, fmt.Sprintf("%dx%d", m.Shape[0], m.Shape[1]), units.BytesPrecise(m.Bytes), fmt.Sprintf("%.3f", m.BPW), m.Placement)
+			row := []any{m.Name, m.Format, fmt.Sprintf("%dx%d", m.Shape[0], m.Shape[1]), units.BytesPrecise(m.Bytes), fmt.Sprintf("%.3f", m.BPW), m.Placement}
+			if rotated {
+				row = slices.Insert(row, 5, any(m.Rotation))
+			}
+			ms.Row(row...)
 		}
 		tables = append(tables, ms)
 	}

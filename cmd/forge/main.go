@@ -32,6 +32,9 @@ type cli struct {
 	Logits     LogitsCmd        `cmd:"" group:"Models" help:"Compute logits for token sequences into a safetensors file."`
 	Synth      SynthCmd         `cmd:"" group:"Models" help:"Write a random-init checkpoint of any size in the real HF layout."`
 	Dequantize DequantizeCmd    `cmd:"" group:"Models" help:"Write a bundle back out as a Hugging Face checkpoint with the quantized weights materialized."`
+	Export     ExportCmd        `cmd:"" group:"Models" help:"Write a bundle's matrices in the reference ANE builder's layout (layer_XX.safetensors, layer_XX_mixer.safetensors, lm_head.safetensors)."`
+	Import     ImportCmd        `cmd:"" group:"Models" help:"Read a directory in the reference ANE builder's layout into a bundle (the other tensors from its checkpoint)."`
+	ANE        ANEGroup         `cmd:"" name:"ane" group:"Models" help:"Apple Neural Engine: forge ane plan (chunks, placement, weight/state/KV bytes and projected ms per step)."`
 	Run        RunCmd           `cmd:"" group:"Run" help:"Generate a reply to a prompt or conversation, streamed to stdout."`
 	Chat       ChatCmd          `cmd:"" group:"Run" help:"Talk with a model interactively (the conversation's state is kept between turns)."`
 	Bench      BenchCmd         `cmd:"" group:"Run" help:"Measure prefill and decode speed (llama-bench's pp/tg tests) against this machine's read bandwidth."`
@@ -42,6 +45,7 @@ type cli struct {
 	Plan       PlanCmd          `cmd:"" group:"Quantize" help:"Choose a mixed-precision plan from a sweep under a size budget (bits per weight or bundle size)."`
 	Sweep      SweepGroup       `cmd:"" group:"Quantize" help:"Measure the sensitivity of each unit (matrix, part, layer or band) in each candidate format: ΔKL on a trace and exact bytes; sharded for a cluster."`
 	Calib      CalibGroup       `cmd:"" group:"Quantize" help:"Make calibration data: forge calib generate (the model answers chat prompts; prompts and answers as .npy token rows)."`
+	Numerics   NumericsCmd      `cmd:"" group:"Evaluate" help:"Emulate Apple's Neural Engine fp16 arithmetic on a model's own weights: per-layer and per-chunk error against fp32, overflows and subnormals per tensor kind, end-to-end KL, and which fixes repair them."`
 	Trace      TraceGroup       `cmd:"" group:"Evaluate" help:"Record a reference model's next-token distributions over a data set (or a llama.cpp-compatible base: forge trace lcpp)."`
 	Eval       EvalGroup        `cmd:"" group:"Evaluate" help:"Score a candidate against a reference trace (KL, top-1 agreement, perplexity, Δp); ablations, llama.cpp mode, comparisons."`
 	PPL        PPLCmd           `cmd:"" name:"ppl" group:"Evaluate" help:"Perplexity of a checkpoint or bundle on a text, in non-overlapping windows."`
