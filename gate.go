@@ -213,6 +213,7 @@ func recipeConfig(raw []byte) (QuantizeConfig, error) {
 		AW       bool   `json:"aw"`
 		Hadamard bool   `json:"hadamard"`
 		Seed     uint64 `json:"seed"`
+		Refit    bool   `json:"refit"`
 		LowRank  *struct {
 			Weighted bool `json:"weighted"`
 		} `json:"lowrank"`
@@ -224,7 +225,7 @@ func recipeConfig(raw []byte) (QuantizeConfig, error) {
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return QuantizeConfig{}, err
 	}
-	q := QuantizeConfig{Method: rec.Method, AW: rec.AW, Hadamard: rec.Hadamard, Seed: rec.Seed}
+	q := QuantizeConfig{Method: rec.Method, AW: rec.AW, Hadamard: rec.Hadamard, Seed: rec.Seed, NoRefit: !rec.Refit}
 	if rec.LowRank != nil {
 		q.LowRankWeighted = rec.LowRank.Weighted
 	}

@@ -2,6 +2,7 @@ package forge
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"forge/bundle"
@@ -38,9 +39,13 @@ type Inspection struct {
 	Parts        []PartStats `json:"parts"`
 	DTypes       []string    `json:"dtypes,omitempty"`
 	// Bundle only: the quantization and every matrix's format and cost.
-	Bundle   bool          `json:"bundle"`
-	Method   string        `json:"method,omitempty"`
-	Format   string        `json:"format,omitempty"`
+	Bundle bool   `json:"bundle"`
+	Method string `json:"method,omitempty"`
+	Format string `json:"format,omitempty"`
+	// Refit (bundle only, when the recipe refit codebooks) says on how
+	// many matrices the refit was kept and what it gained: "kept on 40 of
+	// 54 matrices, held-out SNR +0.41 dB median where kept".
+	Refit    string        `json:"refit,omitempty"`
 	Matrices []MatrixStats `json:"matrices,omitempty"`
 }
 
@@ -59,6 +64,9 @@ type MatrixStats struct {
 	// "" for none.
 	Rotation  string `json:"rotation,omitempty"`
 	Placement string `json:"ane"`
+	// SNR is the held-out output SNR record of the quantize run (none
+	// without calibration).
+	SNR *bundle.SNREntry `json:"heldout_snr_db,omitempty"`
 }
 
 // PartStats is one row of the size table.
@@ -119,6 +127,7 @@ func inspectBundle(dir string) (*Inspection, error) {
 		if e.Rotation != nil {
 			ms.Rotation = e.Rotation.String()
 		}
+		ms.SNR = e.SNR
 		if f, err := lut.ParseFormat(e.Format); err == nil {
 			ms.Placement = lut.Place(f, e.Shape[0], e.Shape[1]).String()
 		}
@@ -126,7 +135,31 @@ func inspectBundle(dir string) (*Inspection, error) {
 	}
 	in.finish()
 	in.summarizeANE()
+	in.summarizeRefit()
 	return in, nil
+}
+
+// summarizeRefit fills Refit from the matrices' SNR records.
+func (in *Inspection) summarizeRefit() {
+	var tried int
+	var gains []float64
+	for _, m := range in.Matrices {
+		if m.SNR == nil || m.SNR.Refit == nil {
+			continue
+		}
+		tried++
+		if m.SNR.Refitted {
+			gains = append(gains, *m.SNR.Refit-m.SNR.Method)
+		}
+	}
+	if tried == 0 {
+		return
+	}
+	in.Refit = fmt.Sprintf("kept on %d of %d matrices tried", len(gains), tried)
+	if len(gains) > 0 {
+		slices.Sort(gains)
+		in.Refit += fmt.Sprintf(", held-out SNR %+.2f dB median where kept", gains[len(gains)/2])
+	}
 }
 
 // summarizeANE fills each part's ANE column from its matrices' placements.

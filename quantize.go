@@ -40,10 +40,14 @@ type QuantizeConfig struct {
 	LowRankRank     int
 	LowRankParts    []string
 	LowRankWeighted bool
-	Seed            uint64
-	Resume          bool // continue an interrupted run from OUT.work
-	Overwrite       bool
-	ShardSize       int64
+	// NoRefit turns off the codebook and scale refit that a calibrated
+	// recipe (gptq, AW or a weighted correction) otherwise runs on every
+	// quantized matrix (quant.Spec.Refit; docs/quantization.md §3.2).
+	NoRefit   bool
+	Seed      uint64
+	Resume    bool // continue an interrupted run from OUT.work
+	Overwrite bool
+	ShardSize int64
 	// Budget, if set ("2.6bpw", "3.1GiB": plan.ParseBudget), makes the
 	// plan instead of Format or Plan: sweep → plan → quantize → gate
 	// (quantizeBudget). Sweep reuses a measurement file; otherwise one is
@@ -139,6 +143,12 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 	return wd.Close(true)
 }
 
+// refits reports whether the recipe refits codebooks: unless NoRefit, when
+// it is calibrated (gptq, AW or a weighted correction).
+func (cfg QuantizeConfig) refits() bool {
+	return !cfg.NoRefit && (cfg.Method == "gptq" || cfg.AW || cfg.LowRankWeighted)
+}
+
 // recipe turns the configuration's settings into a checked plan.Recipe.
 func (cfg QuantizeConfig) recipe() (*plan.Recipe, error) {
 	r := &plan.Recipe{AW: cfg.AW, Hadamard: cfg.Hadamard, Seed: cfg.Seed, PlanPath: cfg.Plan,
@@ -147,6 +157,7 @@ func (cfg QuantizeConfig) recipe() (*plan.Recipe, error) {
 	if r.Method, err = quant.ParseMethod(cfg.Method); err != nil {
 		return nil, err
 	}
+	r.Refit = !cfg.NoRefit && r.NeedsCalib()
 	if cfg.Format != "" {
 		f, err := lut.ParseFormat(cfg.Format)
 		if err != nil {

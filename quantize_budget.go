@@ -67,7 +67,7 @@ func quantizeBudget(ctx context.Context, cfg QuantizeConfig) error {
 		sweepPath = out + ".sweep.json"
 		_, err := Sweep(ctx, SweepConfig{Model: cfg.Model, Trace: cfg.SweepTrace, Out: sweepPath,
 			Candidates: cfg.SweepCandidates, Unit: cfg.SweepUnit, Rows: cfg.SweepRows,
-			Method: cfg.Method, AW: cfg.AW, Hadamard: cfg.Hadamard, LowRankWeighted: cfg.LowRankWeighted,
+			Method: cfg.Method, AW: cfg.AW, Hadamard: cfg.Hadamard, LowRankWeighted: cfg.LowRankWeighted, NoRefit: cfg.NoRefit,
 			Calib: cfg.Calib, Seq: cfg.Seq, HoldOut: cfg.HoldOut, Seed: cfg.Seed,
 			Resume: cfg.Resume, Overwrite: cfg.Overwrite, Progress: cfg.Progress, Log: cfg.Log})
 		if err != nil {
@@ -135,9 +135,10 @@ func sameRecipe(s *plan.Sweep, cfg QuantizeConfig) error {
 	if method == "" {
 		method = "rtn"
 	}
-	if q.Method != method || q.AW != cfg.AW || q.Hadamard != cfg.Hadamard || q.Seed != cfg.Seed || q.LowRankWeighted != cfg.LowRankWeighted {
-		return fmt.Errorf("measured with method %s, aw %v, hadamard %v, seed %d, weighted low-rank %v; this run asks for %s, %v, %v, %d, %v",
-			q.Method, q.AW, q.Hadamard, q.Seed, q.LowRankWeighted, method, cfg.AW, cfg.Hadamard, cfg.Seed, cfg.LowRankWeighted)
+	if q.Method != method || q.AW != cfg.AW || q.Hadamard != cfg.Hadamard || q.Seed != cfg.Seed || q.LowRankWeighted != cfg.LowRankWeighted ||
+		q.refits() != cfg.refits() {
+		return fmt.Errorf("measured with method %s, aw %v, hadamard %v, seed %d, weighted low-rank %v, refit %v; this run asks for %s, %v, %v, %d, %v, %v",
+			q.Method, q.AW, q.Hadamard, q.Seed, q.LowRankWeighted, q.refits(), method, cfg.AW, cfg.Hadamard, cfg.Seed, cfg.LowRankWeighted, cfg.refits())
 	}
 	var rec struct {
 		Calibration *struct {

@@ -7,6 +7,7 @@ import (
 	"forge/corpus"
 	"forge/lut"
 	"forge/plan"
+	"forge/quant"
 	"forge/tokenizer"
 	"math"
 	"path/filepath"
@@ -157,6 +158,16 @@ func (q *quantizer) assemble(items []bundle.Item, fp string, record []byte) erro
 
 // finiteSNR is an SNR as the manifest records it: 999 dB for an exact
 // matrix (+Inf), which JSON cannot hold.
+// snrEntry is the manifest's record of a matrix's held-out SNRs.
+func snrEntry(rep *quant.Report) *bundle.SNREntry {
+	e := &bundle.SNREntry{RTN: finiteSNR(rep.RTN), Method: finiteSNR(rep.Method), Final: finiteSNR(rep.Final), Refitted: rep.Refitted}
+	if !math.IsNaN(rep.Refit) {
+		v := finiteSNR(rep.Refit)
+		e.Refit = &v
+	}
+	return e
+}
+
 func finiteSNR(v float64) float64 {
 	if math.IsInf(v, 1) {
 		return 999

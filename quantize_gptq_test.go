@@ -67,10 +67,46 @@ func TestGPTQBeatsRTN(t *testing.T) {
 			}
 		}
 		gain /= float64(n)
+		checkRefit(t, man)
 		t.Logf("%s: GPTQ beats RTN on %d of %d matrices, mean gain %.2f dB", format, better, n, gain)
 		if n != 6*3+2*4+8*3+1 || better < n*3/4 || gain < 0.5 {
 			t.Errorf("%s: GPTQ better on %d of %d matrices, mean gain %.2f dB", format, better, n, gain)
 		}
+	}
+}
+
+// checkRefit checks a calibrated bundle's refit record: the recipe says
+// refit, every quantized matrix's refit SNR is recorded, a refit is kept
+// only above the method's SNR (and is then the final one), and it is kept
+// on most matrices (forge-tiny: 51 of 51 in the GPTQ + AW + Hadamard LUT4
+// of BENCHMARKS.md).
+func checkRefit(t *testing.T, man *bundle.Manifest) {
+	t.Helper()
+	if man.Quant.Recipe["refit"] != true {
+		t.Errorf("the recipe records refit %v", man.Quant.Recipe["refit"])
+	}
+	var n, kept int
+	for _, e := range man.Matrices {
+		s := e.SNR
+		if s == nil {
+			continue
+		}
+		n++
+		switch {
+		case s.Refit == nil:
+			t.Errorf("%s: no refit SNR recorded", e.Name)
+		case s.Refitted && (!(*s.Refit > s.Method) || s.Final != *s.Refit):
+			t.Errorf("%s: refit kept with SNRs %+v", e.Name, *s)
+		case !s.Refitted && s.Final != s.Method:
+			t.Errorf("%s: refit not kept, yet final %.3f ≠ method %.3f", e.Name, s.Final, s.Method)
+		}
+		if s.Refitted {
+			kept++
+		}
+	}
+	t.Logf("refit kept on %d of %d matrices", kept, n)
+	if n == 0 || kept < n*3/4 {
+		t.Errorf("refit kept on %d of %d matrices", kept, n)
 	}
 }
 

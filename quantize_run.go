@@ -156,10 +156,14 @@ func (q *quantizer) quantize(ctx context.Context, name string, st *quant.Stats) 
 	}
 	var snr *bundle.SNREntry
 	if rep != nil {
-		snr = &bundle.SNREntry{RTN: finiteSNR(rep.RTN), Method: finiteSNR(rep.Method), Final: finiteSNR(rep.Final)}
+		snr = snrEntry(rep)
 		if q.cfg.Log != nil {
-			q.cfg.Log(fmt.Sprintf("%-44s %-24s held-out SNR: rtn %6.2f dB  %s %6.2f dB  final %6.2f dB",
-				name, spec.Format, snr.RTN, spec.Method, snr.Method, snr.Final))
+			refit := ""
+			if snr.Refit != nil {
+				refit = fmt.Sprintf("  refit %6.2f dB (%s)", *snr.Refit, map[bool]string{true: "kept", false: "not kept"}[snr.Refitted])
+			}
+			q.cfg.Log(fmt.Sprintf("%-44s %-24s held-out SNR: rtn %6.2f dB  %s %6.2f dB%s  final %6.2f dB",
+				name, spec.Format, snr.RTN, spec.Method, snr.Method, refit, snr.Final))
 		}
 	}
 	if err := q.wd.Save(name, lm, snr); err != nil {

@@ -47,12 +47,13 @@ type SweepConfig struct {
 	Unit       string // matrix, part (the default), layer or band:N
 	Head       bool   // measure the head as a unit too
 	Rows       int    // trace rows scored (0: DefaultSweepRows)
-	// Method, AW, Hadamard, LowRankWeighted, Calib, Seq, HoldOut and
-	// Seed are the quantizer's settings, as forge quantize takes them:
-	// the plan this sweep feeds is quantized the same way.
+	// Method, AW, Hadamard, LowRankWeighted, NoRefit, Calib, Seq,
+	// HoldOut and Seed are the quantizer's settings, as forge quantize
+	// takes them: the plan this sweep feeds is quantized the same way.
 	Method          string
 	AW, Hadamard    bool
 	LowRankWeighted bool
+	NoRefit         bool
 	Calib           []string
 	Seq, HoldOut    int
 	Seed            uint64
@@ -296,6 +297,7 @@ func sweepRecipe(cfg SweepConfig) (*plan.Recipe, error) {
 	if cfg.LowRankWeighted {
 		r.LowRank.Rank = 1
 	}
+	r.Refit = !cfg.NoRefit && r.NeedsCalib()
 	if err := r.Check(len(cfg.Calib) > 0); err != nil {
 		return nil, err
 	}

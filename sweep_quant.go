@@ -196,7 +196,7 @@ func (w *sweepRun) quantizeOne(ctx context.Context, t checkpoint.TensorInfo, ind
 	}
 	var snr *bundle.SNREntry
 	if rep != nil {
-		snr = &bundle.SNREntry{RTN: finiteSNR(rep.RTN), Method: finiteSNR(rep.Method), Final: finiteSNR(rep.Final)}
+		snr = snrEntry(rep)
 	}
 	if err := w.wds[ci].Save(t.Spec.Name, lm, snr); err != nil {
 		return fmt.Errorf("sweep: %w", err)

@@ -106,11 +106,16 @@ func (r *RotationEntry) SignSource() (lut.SignSource, error) {
 // SNREntry is a matrix's output-space SNR in dB on held-out calibration
 // rows, 10·log10(tr(W H Wᵀ) / tr(E H Eᵀ)): with nearest rounding and with
 // the method used (GPTQ), both before any low-rank correction, and Final,
-// the stored matrix (with its correction).
+// the stored matrix (with its correction). Refit, when the recipe refit
+// the codebooks and scales, is the refit values' SNR (kept, Refitted, only
+// when above Method; absent when the refit changed nothing on the
+// training rows).
 type SNREntry struct {
-	RTN    float64 `json:"rtn"`
-	Method float64 `json:"method"`
-	Final  float64 `json:"final"`
+	RTN      float64  `json:"rtn"`
+	Method   float64  `json:"method"`
+	Final    float64  `json:"final"`
+	Refit    *float64 `json:"refit,omitempty"`
+	Refitted bool     `json:"refitted,omitempty"`
 }
 
 // FileEntry is one file of the bundle with its size and SHA-256.

@@ -30,7 +30,11 @@ type Recipe struct {
 	// layer before gate/up, 2000 + layer before down; docs/quantization.md §3).
 	Hadamard bool
 	LowRank  LowRank
-	Seed     uint64 // codebooks: Seed + the matrix's index in the checkpoint; the low-rank fit: Seed
+	// Refit refits each quantized matrix's codebooks and scales to its
+	// calibration Hessian after the rounding, kept where the held-out SNR
+	// rises (quant.Spec.Refit; it needs calibration data: Check).
+	Refit bool
+	Seed  uint64 // codebooks: Seed + the matrix's index in the checkpoint; the low-rank fit: Seed
 }
 
 // LowRank is a recipe's low-rank correction (docs/quantization.md §5).
@@ -57,6 +61,8 @@ func (r *Recipe) Check(calibrated bool) error {
 		return bad("the gptq method needs calibration data")
 	case r.AW && !calibrated:
 		return bad("activation-weighted codebooks are weighted by calibration statistics: give calibration data")
+	case r.Refit && !calibrated:
+		return bad("the codebook refit fits the calibration Hessian: give calibration data (or turn the refit off)")
 	case lr.Weighted && !calibrated:
 		return bad("a Hessian-weighted low-rank correction needs calibration data")
 	case lr.Weighted && lr.Rank == 0:
@@ -140,7 +146,7 @@ func (r *Recipe) Spec(t model.TensorSpec, index int) (quant.Spec, bool, error) {
 		return quant.Spec{}, false, fmt.Errorf("%s %v: a low-rank correction of rank %d exceeds its smaller side %d", t.Name, t.Shape, ps.Rank, most)
 	}
 	s := quant.Spec{Format: ps.Format, Method: r.Method, AW: r.AW, Rank: ps.Rank, Weighted: r.LowRank.Weighted,
-		Seed: r.Seed + uint64(index), LowRankSeed: r.Seed}
+		Refit: r.Refit, Seed: r.Seed + uint64(index), LowRankSeed: r.Seed}
 	if seed, ok := r.Rotation(t); ok {
 		s.Rotation = &seed
 	}
@@ -158,6 +164,9 @@ func (r *Recipe) Record(source, version string, calibration any, heldOut int) ([
 	rec := map[string]any{
 		"source": source, "format": format, "method": r.Method.String(), "aw": r.AW, "hadamard": r.Hadamard,
 		"seed": r.Seed, "forge_version": version,
+	}
+	if r.Refit {
+		rec["refit"] = true // absent in the records of bundles made before the refit existed
 	}
 	if r.Plan != nil {
 		rec["plan"] = map[string]any{"path": r.PlanPath, "plan": r.Plan}

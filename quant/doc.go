@@ -21,8 +21,11 @@
 //	            B [r,in] unit rows, fp16; optionally H-weighted via Cholesky of H + λI (§5)
 //	pieces.go   the pipeline's pieces: Rotated (W·M by lut.Hadamard, §3), DequantOutputSNR,
 //	            Correction (LowRank of W − Ŵ, padded to rank r)
+//	refit.go    Refit: codebooks and scales refit to H with the indices fixed (alternating exact block
+//	            minimizations, fp16 rounding, keep-if-better); refit_stats.go its Gram statistics
 //	spec.go     Spec, Method, Stats, Report: Spec.Quantize, the one per-matrix pipeline
-//	            rotate → round (RTN or GPTQ) → held-out SNRs → low-rank correction → attach the rotation
+//	            rotate → round (RTN or GPTQ) → held-out SNRs → refit (kept if held-out SNR rises)
+//	            → low-rank correction → attach the rotation
 //
 // # Choices (docs/quantization.md §1–2, and where it is silent)
 //

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/floats"
+
 	"forge/lut"
 	"forge/tensor"
 )
@@ -12,14 +14,15 @@ import (
 // RefitOptions tune Refit; the zero value is the default.
 type RefitOptions struct {
 	// Iters is the number of alternations of the scale step and the
-	// codebook step before the fp16 rounding (0: 3).
+	// codebook step before the fp16 rounding (0: 2; on GPTQ and RTN results
+	// the second adds ≤ 0.001 dB of output SNR, a third nothing measurable).
 	Iters int
 	// Context, if set, stops the work (between passes over H and between
 	// row batches) with its error once it is done.
 	Context context.Context
 }
 
-func (o RefitOptions) iters() int { return pick(o.Iters, 3) }
+func (o RefitOptions) iters() int { return pick(o.Iters, 2) }
 
 func (o RefitOptions) context() context.Context {
 	if o.Context == nil {
@@ -76,8 +79,8 @@ func refitSNR(sig, e float64) float64 {
 //     G_r = E_rᵀHE_r [K][K] (G_r[a][b] = Σ_{j,k: code(r,j) = a, code(r,k) = b} H[j][k])
 //     and b_o = E_rᵀHw_o (E_r [in][K] the one-hot matrix of row r's codes).
 //     The system is solved by Cholesky in float64 with a ridge towards the
-//     old values, (A + λI)c = y + λc_old, λ = 10⁻⁹·tr(A)/K: an entry no
-//     row uses (a zero row and column of A) keeps its value exactly.
+//     old values, (A + εD)c = y + εD·c_old, D = diag(A), ε = 10⁻¹⁰; an
+//     entry no row uses (a zero row and column of A) keeps its value.
 //
 // Each of opt.Iters alternations is a scale step then a codebook step
 // (the scales of RTN and GPTQ are √mean W², not fit to the codebook, so
@@ -89,16 +92,19 @@ func refitSNR(sig, e float64) float64 {
 // positive). INT8 has a fixed integer codebook: only that scale step. BF16
 // and FP16 have nothing to refit: m is returned as it is.
 //
-// Every statistic is exact in float64, with all rows (no sampling): since
-// the indices are fixed, G_r, b_o and w_oᵀHw_o are computed once — G_r by
-// adding rows of H into a [K][in] panel by code, over H's strict upper
-// triangle, in column tiles that a batch of rows shares (≈ (out/d)·in²/2
-// additions), b_o and w_oᵀHw_o from W·H (one float64 GEMM, out·in²
-// multiply-adds) — and E is then Σ_o w_oᵀHw_o − 2s_o·c_tᵀb_o +
-// s_o²·c_tᵀG_rc_t, so every step costs O(out·K²). The G_r take
-// (out/d)·K²·8 bytes; when that exceeds 256 MiB (LUT8, LUT6 and 256-entry
-// vector codebooks on large matrices) they are recomputed by each of the
-// opt.Iters + 1 passes, a bounded batch of rows at a time.
+// Every statistic is exact in float64, over all rows (no sampling). The
+// indices being fixed, G_r, b_o and w_oᵀHw_o are computed once, by one
+// stream over H's strict upper triangle in column tiles that a batch of
+// rows shares (gramBatch): rows of H are added into [K][tile] panels by
+// code for G_r ((out/d)·in²/2 additions) and, scaled by w_o[j], into a
+// panel per output row for b_o and w_oᵀHw_o (out·in²/2 multiply-adds).
+// E is then Σ_o w_oᵀHw_o − 2s_o·c_tᵀb_o + s_o²·c_tᵀG_rc_t, and each step
+// costs O(out·K²). The G_r take (out/d)·K²·8 bytes; past 256 MiB (LUT6,
+// LUT8 and 256-entry vector codebooks on large matrices) each of the
+// opt.Iters + 1 sweeps recomputes them, a chunk of rows at a time. INT8's
+// w_oᵀHw_o, c_oᵀHw_o and c_oᵀHc_o come from the same kind of stream
+// (out·in² multiply-adds). Times: BenchmarkRefit (2048×5632: 11–15 s on
+// two cores).
 //
 // The result keeps m's format, shape and Index array (shared, not copied)
 // with new LUT and Scale arrays; m is never modified. If the refit values
@@ -202,6 +208,7 @@ type refitter struct {
 	rows, rowsG      int // index rows (out/d), index rows per codebook group
 	codes            []uint8
 	h                []float64 // [in][in] H
+	w                *tensor.Matrix
 	wHw              []float64 // [out] w_oᵀHw_o
 	b                []float64 // [out][K] b_o = E_rᵀHw_o
 	gram             []float64 // [rows][K][K] G_r, all rows; nil: recomputed by each pass
@@ -219,7 +226,7 @@ func newRefitter(ctx context.Context, w *tensor.Matrix, m *lut.Matrix, hm []floa
 	p := m.Parts()
 	rf := &refitter{
 		out: out, in: in, d: f.Dim, k: f.Entries(),
-		rows: f.IndexRows(out), h: hm,
+		rows: f.IndexRows(out), h: hm, w: w,
 		oldLUT: p.LUT, oldScale: p.Scale,
 	}
 	rf.rowsG = rf.rows
@@ -236,15 +243,21 @@ func newRefitter(ctx context.Context, w *tensor.Matrix, m *lut.Matrix, hm []floa
 	for o, v := range p.Scale {
 		rf.s[o] = float64(tensor.F16ToF32(v))
 	}
-	rf.tile, rf.batch = gramTiling(rf.k)
+	rf.tile, rf.batch = gramTiling(rf.k, rf.d)
 	kk := rf.k * rf.k
 	rf.chunk = max(1, refitGramBytes/(8*kk))
-	if err := rf.project(ctx, w); err != nil {
-		return nil, err
-	}
+	rf.wHw, rf.b = make([]float64, out), make([]float64, out*rf.k)
 	if rf.rows <= rf.chunk {
 		rf.gram = make([]float64, rf.rows*kk)
-		if err := rf.grams(ctx, rf.gram, 0, rf.rows); err != nil {
+		if err := rf.grams(ctx, rf.gram, 0, rf.rows, true); err != nil {
+			return nil, err
+		}
+		return rf, nil
+	}
+	buf := make([]float64, rf.chunk*kk) // the statistics only; passes recompute G_r
+	for r0 := 0; r0 < rf.rows; r0 += rf.chunk {
+		r1 := min(r0+rf.chunk, rf.rows)
+		if err := rf.grams(ctx, buf[:(r1-r0)*kk], r0, r1, true); err != nil {
 			return nil, err
 		}
 	}
@@ -278,173 +291,6 @@ func (rf *refitter) run(ctx context.Context, iters int) (book, scale []uint16, r
 		scale[o] = toF16(v) // exact: the last sweep leaves fp16 values
 	}
 	return book, scale, rep, nil
-}
-
-// gramTiling returns the column tile and row batch of grams for K
-// entries: a row's [K][tile] panel stays near 32–128 KB and a batch's
-// panels near 1 MB, so that each tile of H, read once per batch, is added
-// into panels held in the L2 cache.
-func gramTiling(k int) (tile, batch int) {
-	tile = min(512, max(64, 16384/k))
-	batch = min(64, max(1, (1<<20)/(8*k*tile)))
-	return tile, batch
-}
-
-// signal returns Σ_o w_oᵀHw_o.
-func (rf *refitter) signal() float64 {
-	var s float64
-	for _, v := range rf.wHw {
-		s += v
-	}
-	return s
-}
-
-// refitPanel is the number of rows of W widened to float64 and multiplied
-// by H at a time.
-const refitPanel = 256
-
-// project sets wHw and b from the rows of W·H (float64 GEMM, a panel of
-// rows at a time): (W·H)[o] = (H·w_o)ᵀ, H being symmetric.
-func (rf *refitter) project(ctx context.Context, w *tensor.Matrix) error {
-	out, in, k := rf.out, rf.in, rf.k
-	rf.wHw, rf.b = make([]float64, out), make([]float64, out*k)
-	a := make([]float64, min(refitPanel, out)*in)
-	c := make([]float64, len(a))
-	for o0 := 0; o0 < out; o0 += refitPanel {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		n := min(refitPanel, out-o0)
-		widen(a[:n*in], w.Data[o0*in:(o0+n)*in])
-		la.dgemm(c[:n*in], a[:n*in], rf.h, n, in, in)
-		parallel(n, max(1, 1<<14/in), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				o := o0 + i
-				hw, wr := c[i*in:(i+1)*in], a[i*in:(i+1)*in]
-				codes := rf.codes[o/rf.d*in : (o/rf.d+1)*in]
-				bo := rf.b[o*k : (o+1)*k]
-				var e float64
-				for j, v := range hw {
-					e += wr[j] * v
-					bo[codes[j]] += v
-				}
-				rf.wHw[o] = e
-			}
-		})
-	}
-	return nil
-}
-
-// widen sets dst[i] = float64(src[i]).
-func widen(dst []float64, src []float32) {
-	for i, v := range src[:len(dst)] {
-		dst[i] = float64(v)
-	}
-}
-
-// grams sets g [r1−r0][K][K] to G_r = E_rᵀHE_r for the index rows
-// [r0, r1), batches of rows in parallel (each row's sums in a fixed order,
-// whatever the batch).
-func (rf *refitter) grams(ctx context.Context, g []float64, r0, r1 int) error {
-	k, nb := rf.k, (r1-r0+rf.batch-1)/rf.batch
-	parallel(nb, 1, func(lo, hi int) {
-		p := make([]float64, rf.batch*k*rf.tile)
-		for bi := lo; bi < hi; bi++ {
-			if ctx.Err() != nil {
-				return
-			}
-			a0 := r0 + bi*rf.batch
-			a1 := min(a0+rf.batch, r1)
-			rf.gramBatch(g[(a0-r0)*k*k:(a1-r0)*k*k], p, a0, a1)
-		}
-	})
-	return ctx.Err()
-}
-
-// gramBatch sets g [a1−a0][K][K] to G_r for the index rows [a0, a1), with
-// p as scratch for their [K][tile] panels. Per column tile [k0, k1), row r's
-// panel gets P[a][k] = Σ_{j<k, code(r,j) = a} H[j][k] (rows of H added by
-// code), then G'[a][code(r,k)] += P[a][k]; finally G = G' + G'ᵀ +
-// Σ_j H[j][j] at [code j][code j].
-func (rf *refitter) gramBatch(g, p []float64, a0, a1 int) {
-	k, in, n := rf.k, rf.in, a1-a0
-	clear(g)
-	for k0 := 0; k0 < in; k0 += rf.tile {
-		k1 := min(k0+rf.tile, in)
-		tw := k1 - k0
-		pp := p[:n*k*tw] // [n][K][tw]
-		clear(pp)
-		for j := range k1 - 1 {
-			lo := max(k0, j+1)
-			hr := rf.h[j*in+lo : j*in+k1]
-			for b := range n {
-				c := int(rf.codes[(a0+b)*in+j])
-				addTo(pp[(b*k+c)*tw+lo-k0:(b*k+c+1)*tw], hr)
-			}
-		}
-		for b := range n {
-			gb := g[b*k*k : (b+1)*k*k]
-			codes := rf.codes[(a0+b)*in+k0 : (a0+b)*in+k1]
-			for a := range k {
-				gr := gb[a*k : (a+1)*k]
-				for i, v := range pp[(b*k+a)*tw : (b*k+a+1)*tw] {
-					gr[codes[i]] += v
-				}
-			}
-		}
-	}
-	for b := range n {
-		gb := g[b*k*k : (b+1)*k*k]
-		for a := range k {
-			gb[a*k+a] *= 2
-			for c := a + 1; c < k; c++ {
-				v := gb[a*k+c] + gb[c*k+a]
-				gb[a*k+c], gb[c*k+a] = v, v
-			}
-		}
-		for j, c := range rf.codes[(a0+b)*in : (a0+b+1)*in] {
-			gb[int(c)*k+int(c)] += rf.h[j*in+j]
-		}
-	}
-}
-
-// addTo sets y[i] += x[i] for i < len(x) ≤ len(y), four at a time.
-func addTo(y, x []float64) {
-	y = y[:len(x)]
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		xs, ys := x[i:i+4:i+4], y[i:i+4:i+4]
-		ys[0] += xs[0]
-		ys[1] += xs[1]
-		ys[2] += xs[2]
-		ys[3] += xs[3]
-	}
-	for ; i < len(x); i++ {
-		y[i] += x[i]
-	}
-}
-
-// pass calls visit(r0, r1, g) with the Gram matrices g [r1−r0][K][K] of
-// consecutive index rows, in row order, covering all rows: once with the
-// kept matrices, or chunk by chunk, recomputed.
-func (rf *refitter) pass(ctx context.Context, visit func(r0, r1 int, g []float64)) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if rf.gram != nil {
-		visit(0, rf.rows, rf.gram)
-		return nil
-	}
-	kk := rf.k * rf.k
-	buf := make([]float64, min(rf.chunk, rf.rows)*kk)
-	for r0 := 0; r0 < rf.rows; r0 += rf.chunk {
-		r1 := min(r0+rf.chunk, rf.rows)
-		if err := rf.grams(ctx, buf[:(r1-r0)*kk], r0, r1); err != nil {
-			return err
-		}
-		visit(r0, r1, buf)
-	}
-	return nil
 }
 
 // sweepMode says what one sweep does.
@@ -589,12 +435,19 @@ func (rf *refitter) accumulate(sys []float64, r0, r1 int, g []float64) {
 	})
 }
 
-// refitRidge is λ/(tr(A)/K), the relative ridge of the codebook step.
-const refitRidge = 1e-9
+// refitRidge is ε, the codebook step's ridge relative to each diagonal
+// entry of A: small against any change that matters, large against the
+// rounding of A (10⁻¹⁶ of its sums), and it bounds the condition number of
+// the Jacobi-scaled system by K/ε.
+const refitRidge = 1e-10
 
-// solve solves every codebook system (A + λI)c = y + λc_old in place and
-// stores the solutions in rf.c; a system with tr(A) = 0 (no row carries
-// weight) or a failed or non-finite solve keeps the old values.
+// solve solves every codebook system (A + εD)c = y + εD·c_old, D = diag(A),
+// in place and stores the solutions in rf.c: a ridge towards the old
+// values scaled like each entry's own curvature. An entry with A_aa = 0
+// has a zero row and column (A is positive semi-definite): no row uses it,
+// or only on inputs H gives no weight, and it keeps its value. A system
+// whose factorization fails or whose solution is not finite keeps its old
+// values.
 func (rf *refitter) solve(sys []float64) {
 	k, d := rf.k, rf.d
 	n := len(sys) / (k * (k + 1))
@@ -604,18 +457,15 @@ func (rf *refitter) solve(sys []float64) {
 		for st := lo; st < hi; st++ {
 			grp, t := st/d, st%d
 			m := sys[st*k*(k+1) : (st+1)*k*(k+1)]
-			var tr float64
-			for i := range k {
-				tr += m[i*(k+1)+i]
-			}
-			if !(tr > 0) || math.IsInf(tr, 0) {
-				continue
-			}
-			lambda := refitRidge * tr / float64(k)
 			for i := range k {
 				copy(a[i*k:(i+1)*k], m[i*(k+1):i*(k+1)+k])
-				a[i*k+i] += lambda
-				x[i] = m[i*(k+1)+k] + lambda*rf.c[(grp*k+i)*d+t]
+				old, aii := rf.c[(grp*k+i)*d+t], a[i*k+i]
+				if aii > 0 {
+					a[i*k+i] += refitRidge * aii
+					x[i] = m[i*(k+1)+k] + refitRidge*aii*old
+				} else { // an unused entry: c_i = old
+					a[i*k+i], x[i] = 1, old
+				}
 			}
 			if !cholSolve(a, x, k) {
 				continue
@@ -721,35 +571,73 @@ func refitInt8(ctx context.Context, w *tensor.Matrix, m *lut.Matrix, hm []float6
 }
 
 // int8Stats returns, per row o of an INT8 matrix with codes c_o, w_oᵀHw_o,
-// c_oᵀHw_o and c_oᵀHc_o.
+// n_o = c_oᵀHw_o and q_o = c_oᵀHc_o, streaming H's strict upper triangle
+// as gramBatch does: with V_x[k] = Σ_{j<k} x[j]·H[j][k] for x = w_o, c_o,
+// w_oᵀHw_o = Σ_j H[j][j]·w_o[j]² + 2·w_oᵀV_w, q_o likewise and n_o =
+// Σ_j H[j][j]·c_o[j]·w_o[j] + c_oᵀV_w + w_oᵀV_c (out·in² multiply-adds;
+// rows in parallel batches, each row's sums in a fixed order).
 func int8Stats(ctx context.Context, w *tensor.Matrix, m *lut.Matrix, hm []float64) (wHw, n, q []float64, err error) {
 	out, in := m.Dims()
-	codes := m.Parts().Index // int8 codes [out][in]
+	tile, batch := gramTiling(0, 2)
 	wHw, n, q = make([]float64, out), make([]float64, out), make([]float64, out)
-	const panel = refitPanel / 2
-	a := make([]float64, 2*min(panel, out)*in) // [W rows; C rows] of the panel
-	c := make([]float64, len(a))
-	for o0 := 0; o0 < out; o0 += panel {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, nil, err
-		}
-		p := min(panel, out-o0)
-		widen(a[:p*in], w.Data[o0*in:(o0+p)*in])
-		for i, v := range codes[o0*in : (o0+p)*in] {
-			a[p*in+i] = float64(int8(v))
-		}
-		la.dgemm(c[:2*p*in], a[:2*p*in], hm, 2*p, in, in)
-		for i := range p {
-			wr, cr := a[i*in:(i+1)*in], a[(p+i)*in:(p+i+1)*in]
-			hw, hc := c[i*in:(i+1)*in], c[(p+i)*in:(p+i+1)*in]
-			var sw, sn, sq float64
-			for j := range in {
-				sw += wr[j] * hw[j]
-				sn += cr[j] * hw[j]
-				sq += cr[j] * hc[j]
+	parallel((out+batch-1)/batch, 1, func(lo, hi int) {
+		p := make([]float64, batch*2*tile) // [batch][w, c][tile] panels V
+		x := make([]float64, batch*2*in)   // [batch][w, c][in] the rows, widened
+		for bi := lo; bi < hi; bi++ {
+			if ctx.Err() != nil {
+				return
 			}
-			wHw[o0+i], n[o0+i], q[o0+i] = sw, sn, sq
+			o0 := bi * batch
+			int8Batch(w, m.Parts().Index, hm, p, x, o0, min(o0+batch, out), tile, wHw, n, q)
 		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, nil, nil, err
 	}
 	return wHw, n, q, nil
+}
+
+// int8Batch is int8Stats for the rows [o0, o1).
+func int8Batch(w *tensor.Matrix, codes []byte, hm, p, x []float64, o0, o1, tile int, wHw, n, q []float64) {
+	in, nr := w.Cols, o1-o0
+	for b := range nr {
+		o := o0 + b
+		widen(x[2*b*in:(2*b+1)*in], w.Row(o))
+		for j, c := range codes[o*in : (o+1)*in] {
+			x[(2*b+1)*in+j] = float64(int8(c))
+		}
+	}
+	for k0 := 0; k0 < in; k0 += tile {
+		k1 := min(k0+tile, in)
+		tw := k1 - k0
+		pp := p[:2*nr*tw]
+		clear(pp)
+		for j := range k1 - 1 {
+			lo := max(k0, j+1)
+			hr := hm[j*in+lo : j*in+k1]
+			for v := range 2 * nr {
+				if a := x[v*in+j]; a != 0 {
+					floats.AddScaled(pp[v*tw+lo-k0:(v+1)*tw], a, hr)
+				}
+			}
+		}
+		for b := range nr {
+			o := o0 + b
+			ws, cs := x[2*b*in+k0:2*b*in+k1], x[(2*b+1)*in+k0:(2*b+1)*in+k1]
+			vw, vc := pp[2*b*tw:(2*b+1)*tw], pp[(2*b+1)*tw:(2*b+2)*tw]
+			wHw[o] += 2 * floats.Dot(ws, vw)
+			q[o] += 2 * floats.Dot(cs, vc)
+			n[o] += floats.Dot(cs, vw) + floats.Dot(ws, vc)
+		}
+	}
+	for b := range nr {
+		o := o0 + b
+		ws, cs := x[2*b*in:(2*b+1)*in], x[(2*b+1)*in:(2*b+2)*in]
+		for j := range in {
+			hjj := hm[j*in+j]
+			wHw[o] += hjj * ws[j] * ws[j]
+			q[o] += hjj * cs[j] * cs[j]
+			n[o] += hjj * cs[j] * ws[j]
+		}
+	}
 }

@@ -3,6 +3,7 @@ package quant
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"forge/lut"
 	"forge/tensor"
@@ -69,8 +70,15 @@ func (st *Stats) held() *Hessian {
 // when the error is zero): RTN, nearest rounding onto the method's grid;
 // Method, the method's rounding; both before any low-rank correction; and
 // Final, the matrix returned (Method when there is no correction).
+//
+// With Spec.Refit, Refit is the SNR of the refit codebooks and scales
+// (NaN when the refit was not tried or changed nothing on the training
+// rows) and Refitted says whether they were kept: only when Refit is
+// above Method.
 type Report struct {
 	RTN, Method, Final float64
+	Refit              float64
+	Refitted           bool
 }
 
 // Spec is how one matrix is quantized: the pipeline of Quantize. Its zero
@@ -92,6 +100,11 @@ type Spec struct {
 	// Weighted fits the correction weighted by the training Hessian
 	// (LowRankOptions.Hessian; needs Stats.Train).
 	Weighted bool
+	// Refit, for a quantized format with training and held-out
+	// statistics, refits the codebooks and scales to the training Hessian
+	// with the indices fixed (Refit) after the rounding, and keeps them
+	// only when the held-out output SNR rises (Report.Refitted).
+	Refit bool
 	// Seed makes the codebooks deterministic (Options.Seed).
 	Seed uint64
 	// LowRankSeed draws the correction's random test matrix
@@ -121,7 +134,9 @@ func (s Spec) check(st *Stats) error {
 //     training Hessian), AW as set, codebooks seeded by Seed, with ctx
 //     stopping long work (Options.Context);
 //  3. with held-out statistics, the SNRs of nearest rounding and of the
-//     method (DequantOutputSNR against W');
+//     method (DequantOutputSNR against W'); with Refit, the codebooks and
+//     scales refit to the training Hessian (Refit), kept only when the
+//     held-out SNR rises;
 //  4. Rank > 0: the correction of E = W' − Ŵ' (Correction, weighted by
 //     the training Hessian when Weighted, seeded by LowRankSeed), and the
 //     Final SNR of Ŵ' + A·B;
@@ -152,6 +167,19 @@ func (s Spec) Quantize(ctx context.Context, w *tensor.Matrix, st *Stats) (*lut.M
 			rep.RTN = DequantOutputSNR(w, rm, h)
 		}
 		rep.Final = rep.Method
+		rep.Refit = math.NaN()
+		if s.Refit && s.Format.Quantized() && st.train() != nil && st.train().Rows() > 0 {
+			fit, rr, err := Refit(w, m, st.Train, RefitOptions{Context: ctx})
+			if err != nil {
+				return nil, nil, err
+			}
+			if rr.Applied {
+				rep.Refit = DequantOutputSNR(w, fit, h)
+				if rep.Refit > rep.Method {
+					m, rep.Refitted, rep.Final = fit, true, rep.Refit
+				}
+			}
+		}
 	}
 	if s.Rank > 0 {
 		opt := LowRankOptions{Seed: s.LowRankSeed}

@@ -357,3 +357,56 @@ func TestDequantOutputSNR(t *testing.T) {
 		t.Errorf("DequantOutputSNR %v, OutputSNR of the dequantized matrix %v", got, want)
 	}
 }
+
+// TestSpecRefit: with Refit, the refit values are kept exactly when their
+// held-out SNR is above the method's (the matrix returned then has that
+// SNR, and its indices are the method's), otherwise the method's matrix is
+// returned bit for bit; without Refit the report has no refit SNR. Run on
+// a few matrices of forge-tiny so that both outcomes can occur; at least
+// one must be kept (the refit minimizes the training error, and the
+// held-out rows come from the same distribution).
+func TestSpecRefit(t *testing.T) {
+	lut4 := mustFormat(t, "LUT4 per-tensor + pcs")
+	kept := 0
+	for i, name := range []string{"layers.0.mlp.down_proj.weight", "layers.1.mlp.up_proj.weight", "layers.0.linear_attn.in_proj_qkv.weight"} {
+		w := tinyMatrix(t, name)
+		st := &Stats{Train: hessianOf(correlated(600, w.Cols, 41, 1)), Held: hessianOf(correlated(100, w.Cols, 41, 2))}
+		base := Spec{Format: lut4, Method: MethodGPTQ, AW: true, Seed: uint64(i)}
+		plain, prep, err := base.Quantize(context.Background(), w, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !math.IsNaN(prep.Refit) || prep.Refitted {
+			t.Errorf("%s: no refit asked, report %+v", name, prep)
+		}
+		base.Refit = true
+		got, rep, err := base.Quantize(context.Background(), w, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Method != prep.Method {
+			t.Errorf("%s: the method's SNR moved: %.4f, without refit %.4f", name, rep.Method, prep.Method)
+		}
+		codes, plainCodes := make([]uint8, w.Rows*w.Cols), make([]uint8, w.Rows*w.Cols)
+		got.Codes(codes)
+		plain.Codes(plainCodes)
+		if !slices.Equal(codes, plainCodes) {
+			t.Errorf("%s: the refit changed indices", name)
+		}
+		switch {
+		case rep.Refitted:
+			kept++
+			if !(rep.Refit > rep.Method) || rep.Final != rep.Refit || DequantOutputSNR(w, got, st.Held) != rep.Refit {
+				t.Errorf("%s: kept with refit %.4f, method %.4f, final %.4f", name, rep.Refit, rep.Method, rep.Final)
+			}
+		default:
+			if d := diffMatrices(got, plain); d != "" || rep.Final != rep.Method {
+				t.Errorf("%s: not kept, yet the matrix differs (%s) or final %.4f ≠ method %.4f", name, d, rep.Final, rep.Method)
+			}
+		}
+		t.Logf("%s: held-out SNR %s %.3f dB, refit %.3f dB (kept %v)", name, base.Method, rep.Method, rep.Refit, rep.Refitted)
+	}
+	if kept == 0 {
+		t.Error("the refit was kept on none of the matrices")
+	}
+}

@@ -47,6 +47,9 @@ func writeInspection(w io.Writer, in *forge.Inspection) error {
 	head.Row("tied embeddings", in.Tied)
 	if in.Bundle {
 		head.Row("quantization", fmt.Sprintf("%s, default format %s", in.Method, in.Format))
+		if in.Refit != "" {
+			head.Row("codebook refit", in.Refit)
+		}
 	} else {
 		head.Row("dtypes", strings.Join(in.DTypes, ", "))
 	}

@@ -26,6 +26,7 @@ type QuantizeCmd struct {
 	LowRankRank     int      `name:"lowrank-rank" help:"Rank of the low-rank correction of the quantization error (0: none)."`
 	LowRankParts    []string `name:"lowrank-parts" help:"Parts that get the correction, comma-separated or repeated: gdn, attn, kv, mlp, head (default gdn,attn,kv)."`
 	LowRankWeighted bool     `name:"lowrank-weighted" help:"Fit the correction weighted by the calibration Hessian."`
+	NoRefit         bool     `name:"no-refit" help:"Do not refit the codebooks and scales to the calibration Hessian after rounding (by default a calibrated recipe refits every quantized matrix and keeps the refit where its held-out SNR rises)."`
 	Seed            uint64   `default:"0" help:"Seed for calibration sampling, k-means and the randomized SVD."`
 	Budget          string   `placeholder:"SIZE" help:"Choose the plan for a size budget instead of --format/--plan: 2.6bpw (over the swept matrices) or the bundle's size (3.1GiB, 850MB). Runs sweep → plan → quantize → gate; needs --eval-trace, and --trace or --sweep."`
 	Sweep           string   `type:"existingfile" placeholder:"S.json" help:"With --budget: reuse this measurement file (forge sweep, made with the same settings) instead of sweeping."`
@@ -56,7 +57,7 @@ func (c *QuantizeCmd) Run(ctx context.Context) error {
 		SweepUnit: c.Unit, SweepRows: c.Rows, Objective: c.Objective,
 		Model: c.Model, Out: c.Out, Format: c.Format, Plan: c.Plan, Method: c.Method, AW: c.AW,
 		Hadamard: c.Hadamard, Calib: trimList(c.Calib), EvalTrace: c.EvalTrace, Seq: c.Ctx, HoldOut: c.HoldOut,
-		LowRankRank: c.LowRankRank, LowRankParts: trimList(c.LowRankParts), LowRankWeighted: c.LowRankWeighted,
+		LowRankRank: c.LowRankRank, LowRankParts: trimList(c.LowRankParts), LowRankWeighted: c.LowRankWeighted, NoRefit: c.NoRefit,
 		Seed: c.Seed, Resume: c.Resume, Overwrite: c.Overwrite,
 		Progress: progress.New("quantize", false).Set,
 		Log:      func(line string) { fmt.Fprintln(os.Stderr, line) },

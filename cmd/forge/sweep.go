@@ -35,6 +35,7 @@ type SweepCmd struct {
 	Ctx             int      `default:"${calib_ctx}" aliases:"seq" help:"Tokens per calibration row."`
 	HoldOut         int      `name:"holdout" help:"Calibration rows held out (default max(1, rows/12))."`
 	LowRankWeighted bool     `name:"lowrank-weighted" help:"Fit the candidates' low-rank corrections weighted by the calibration Hessian."`
+	NoRefit         bool     `name:"no-refit" help:"Do not refit the candidates' codebooks and scales to the calibration Hessian (as forge quantize --no-refit)."`
 	Seed            uint64   `default:"0" help:"Seed for calibration sampling and k-means."`
 	Shard           string   `placeholder:"I/N" help:"Measure only slice I of N of the work (0-based); auto/N reads I from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID."`
 	Resume          bool     `help:"Continue an interrupted sweep from OUT.partial and its work directories (same settings required)."`
@@ -56,7 +57,7 @@ type SweepCmd struct {
 func (c *SweepCmd) config() forge.SweepConfig {
 	return forge.SweepConfig{
 		Model: c.Model, Trace: c.Trace, Out: c.Out, Candidates: strings.Join(trimList(c.Formats), ";"), Unit: c.Unit,
-		Head: c.Head, Rows: c.Rows, Method: c.Method, AW: c.AW, Hadamard: c.Hadamard, LowRankWeighted: c.LowRankWeighted,
+		Head: c.Head, Rows: c.Rows, Method: c.Method, AW: c.AW, Hadamard: c.Hadamard, LowRankWeighted: c.LowRankWeighted, NoRefit: c.NoRefit,
 		Calib: trimList(c.Calib), Seq: c.Ctx, HoldOut: c.HoldOut, Seed: c.Seed,
 		Shard: c.Shard, Resume: c.Resume, Overwrite: c.Overwrite,
 	}
@@ -89,7 +90,7 @@ func sweepArgs(s forge.SweepConfig) []string {
 		flag string
 		on   bool
 	}{{"--head", s.Head}, {"--aw", s.AW}, {"--hadamard", s.Hadamard}, {"--lowrank-weighted", s.LowRankWeighted},
-		{"--resume", s.Resume}, {"--overwrite", s.Overwrite}} {
+		{"--no-refit", s.NoRefit}, {"--resume", s.Resume}, {"--overwrite", s.Overwrite}} {
 		if f.on {
 			a = append(a, f.flag)
 		}
