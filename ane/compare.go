@@ -262,6 +262,9 @@ func (r *run) row(fp *stream, refLP *tensor.Matrix, toks []int, H int) {
 	for c := range r.inherited {
 		lo, hi := c*r.per, min(len(r.layers), (c+1)*r.per)
 		r.inherited[c].add(r.dev.out[hi-1].Data, fp.out[hi-1].Data, fp.input(lo).Data, T, H)
+		if c == 0 {
+			continue // its input is the embedding either way: alone it is the inherited run (report copies it)
+		}
 		st := r.m.NewState()
 		st.SetNumerics(r.em)
 		in := fp.input(lo)
@@ -318,8 +321,12 @@ func (r *run) report(o Options, cfg model.Config) ConfigReport {
 	cr.Outside, _ = r.sites(-1)
 	for c := range r.inherited {
 		lo, hi := c*r.per, min(len(r.layers), (c+1)*r.per)
-		cr.Chunks = append(cr.Chunks, ChunkReport{Chunk: c, First: lo, Last: hi - 1,
-			Inherited: r.inherited[c].result(), Isolated: r.isolated[c].result()})
+		ch := ChunkReport{Chunk: c, First: lo, Last: hi - 1, Inherited: r.inherited[c].result()}
+		ch.Isolated = ch.Inherited
+		if c > 0 {
+			ch.Isolated = r.isolated[c].result()
+		}
+		cr.Chunks = append(cr.Chunks, ch)
 	}
 	e := EndToEnd{Positions: len(r.kl), NonFinite: r.nonfinite}
 	if n := len(r.kl); n > 0 {

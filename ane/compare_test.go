@@ -45,9 +45,10 @@ func siteOf(l LayerReport, name string) SiteReport {
 // 26% of its values flushed without it), all three fixes together cut
 // the worst layer's error several-fold (forge-tiny: 0.0085 → 0.0008;
 // asserted: by 3×) and the end-to-end KL, the rejected down-input
-// scaling multiplies the largest activation by its ×64, and a chunk fed
-// the same input alone or inherited gives the same error (chunk 0 starts
-// from the embedding either way).
+// scaling multiplies the largest activation by its ×64, and chunk 1 run
+// alone on the fp32 stream errs less than with chunk 0's error inherited
+// (these rows: 0.0080 against 0.0120 unfixed, 0.00072 against 0.00093
+// with the fixes).
 func TestCompareFixes(t *testing.T) {
 	_, src, err := source.Load(tinyModel)
 	if err != nil {
@@ -83,8 +84,10 @@ func TestCompareFixes(t *testing.T) {
 		t.Errorf("largest activation %.3g with the down-input ×64, %.3g without", a2.MaxAbs, a1.MaxAbs)
 	}
 	for _, c := range rep.Configs {
-		if c.Chunks[0].Isolated != c.Chunks[0].Inherited {
-			t.Errorf("%s: chunk 0 alone %+v, inherited %+v: the same input must give the same error", c.Label, c.Chunks[0].Isolated, c.Chunks[0].Inherited)
+		t.Logf("%s: chunk 1 alone %.4g, inherited %.4g", c.Label, c.Chunks[1].Isolated.RelL2, c.Chunks[1].Inherited.RelL2)
+		if c.Chunks[1].Isolated.RelL2 >= c.Chunks[1].Inherited.RelL2 {
+			t.Errorf("%s: chunk 1 alone has error %.4g, with the error of chunk 0 inherited %.4g: fed the fp32 stream it must err less",
+				c.Label, c.Chunks[1].Isolated.RelL2, c.Chunks[1].Inherited.RelL2)
 		}
 		if len(c.Chunks) != 2 || c.Chunks[1].First != 4 || c.Chunks[1].Last != 7 {
 			t.Errorf("%s: chunks %+v, want layers 0–3 and 4–7", c.Label, c.Chunks)

@@ -80,7 +80,7 @@ func layerOf(name string) int {
 
 // linear runs a product as the device would (docs/ane.md §1.1):
 //
-//	x̂ = fp16(x); x̂′ = fp16(x̂·M) (the online rotation, a grouped conv)
+//	x̂ = x (already fp16: the forward stores every Linear's input); x̂′ = fp16(x̂·M) (the rotation, a grouped conv)
 //	LUT formats: ŷ = fp16(s ⊙ fp16(conv(x̂′, book[idx])))   (the scale after the conv)
 //	others:      ŷ = fp16(x̂′·Wᵀ)
 //	low rank:    ŷ ← fp16(ŷ + fp16(fp16(x̂′·Bᵀ)·Aᵀ))
@@ -99,7 +99,7 @@ type linear struct {
 	bufs     sync.Pool // *linearBufs
 }
 
-type linearBufs struct{ x, xr, t, l tensor.Matrix }
+type linearBufs struct{ xr, t, l tensor.Matrix }
 
 // rowLinear is a linear whose rows can be read (the embedding table).
 type rowLinear struct {
@@ -157,14 +157,10 @@ func (d *linear) Mul(dst, x *tensor.Matrix) {
 	defer d.bufs.Put(b)
 	T := x.Rows
 	var st Stat
-	b.x.Resize(T, d.in)
-	copy(b.x.Data, x.Data[:T*d.in])
-	var in Stat // the input is a stored tensor already: rounding it changes nothing the forward did not count
-	roundInto(b.x.Data, &in)
-	xin := &b.x
+	xin := x // a tensor the forward has stored (rounded) already
 	if d.rot != nil {
 		b.xr.Resize(T, d.in)
-		d.rot.Rotate(&b.xr, &b.x)
+		d.rot.Rotate(&b.xr, x)
 		roundInto(b.xr.Data, &st)
 		xin = &b.xr
 	}
