@@ -45,8 +45,12 @@ type Inspection struct {
 	// Refit (bundle only, when the recipe refit codebooks) says on how
 	// many matrices the refit was kept and what it gained: "kept on 40 of
 	// 54 matrices, held-out SNR +0.41 dB median where kept".
-	Refit    string        `json:"refit,omitempty"`
-	Matrices []MatrixStats `json:"matrices,omitempty"`
+	Refit string `json:"refit,omitempty"`
+	// Reconstruction (bundle only, when the recipe reconstructed blocks)
+	// says on how many layers the fit was kept and the median held-out
+	// loss change: "kept on 8 of 8 layers, held-out loss −0.6% median".
+	Reconstruction string        `json:"reconstruction,omitempty"`
+	Matrices       []MatrixStats `json:"matrices,omitempty"`
 }
 
 // MatrixStats is one matrix of a bundle: format, packed bytes, bits per
@@ -136,7 +140,32 @@ func inspectBundle(dir string) (*Inspection, error) {
 	in.finish()
 	in.summarizeANE()
 	in.summarizeRefit()
+	in.summarizeRecon(b.Manifest().Quant.Recipe["reconstruction_log"])
 	return in, nil
+}
+
+// summarizeRecon fills Reconstruction from the manifest's log.
+func (in *Inspection) summarizeRecon(raw any) {
+	log, ok := raw.([]any)
+	if !ok || len(log) == 0 {
+		return
+	}
+	var kept int
+	var change []float64
+	for _, e := range log {
+		m, _ := e.(map[string]any)
+		before, _ := m["held_before"].(float64)
+		after, _ := m["held_after"].(float64)
+		if k, _ := m["kept"].(bool); k && before > 0 {
+			kept++
+			change = append(change, 100*(after-before)/before)
+		}
+	}
+	in.Reconstruction = fmt.Sprintf("kept on %d of %d layers", kept, len(log))
+	if len(change) > 0 {
+		slices.Sort(change)
+		in.Reconstruction += fmt.Sprintf(", held-out loss %+.1f%% median where kept", change[len(change)/2])
+	}
 }
 
 // summarizeRefit fills Refit from the matrices' SNR records.

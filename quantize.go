@@ -22,6 +22,9 @@ type QuantizeConfig struct {
 	Out    string // bundle directory to create
 	Format string // default format of every quantizable matrix, e.g. "LUT4 per-tensor + pcs"
 	Plan   string // plan JSON (package plan): per-part defaults and per-matrix overrides
+	// Preset, if set ("4bit", "3bit", "2bit": Presets), is the whole
+	// recipe but the calibration data: no Format or Plan with it.
+	Preset string
 	Method string // "rtn" (nearest rounding, the default) or "gptq"
 	AW     bool   // codebooks weighted by diag(H) (needs Calib)
 	// Hadamard rotates the inputs of the MLP matrices online (seeds
@@ -43,11 +46,21 @@ type QuantizeConfig struct {
 	// NoRefit turns off the codebook and scale refit that a calibrated
 	// recipe (gptq, AW or a weighted correction) otherwise runs on every
 	// quantized matrix (quant.Spec.Refit; docs/quantization.md §3.2).
-	NoRefit   bool
-	Seed      uint64
-	Resume    bool // continue an interrupted run from OUT.work
-	Overwrite bool
-	ShardSize int64
+	NoRefit bool
+	// Reconstruct fits each layer's codebooks, scales and factors to the
+	// reference model's stream after its matrices are quantized (block
+	// reconstruction, package recon; needs Calib). Zero settings are the
+	// reference pipeline's: 100 Adam steps, batches of 2 rows, learning
+	// rates 1e-3 (codebooks, scales) and 1e-4 (factors), target "stream"
+	// (or "local").
+	Reconstruct                           bool
+	ReconSteps, ReconBatch                int
+	ReconLRLUT, ReconLRScale, ReconLRRank float64
+	ReconTarget                           string
+	Seed                                  uint64
+	Resume                                bool // continue an interrupted run from OUT.work
+	Overwrite                             bool
+	ShardSize                             int64
 	// Budget, if set ("2.6bpw", "3.1GiB": plan.ParseBudget), makes the
 	// plan instead of Format or Plan: sweep → plan → quantize → gate
 	// (quantizeBudget). Sweep reuses a measurement file; otherwise one is
@@ -73,6 +86,9 @@ type QuantizeConfig struct {
 // them at the end and is complete and verified or absent (package bundle).
 func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 	if cfg.Budget != "" {
+		if cfg.Preset != "" {
+			return fmt.Errorf("quantize: %w: a preset fixes the formats; a budget lets the planner choose them: give one", plan.ErrRecipe)
+		}
 		return quantizeBudget(ctx, cfg)
 	}
 	r, err := cfg.recipe()
@@ -146,7 +162,7 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 // refits reports whether the recipe refits codebooks: unless NoRefit, when
 // it is calibrated (gptq, AW or a weighted correction).
 func (cfg QuantizeConfig) refits() bool {
-	return !cfg.NoRefit && (cfg.Method == "gptq" || cfg.AW || cfg.LowRankWeighted)
+	return !cfg.NoRefit && (cfg.Method == "gptq" || cfg.AW || cfg.LowRankWeighted || cfg.Reconstruct || cfg.Preset != "")
 }
 
 // recipe turns the configuration's settings into a checked plan.Recipe.
@@ -156,6 +172,15 @@ func (cfg QuantizeConfig) recipe() (*plan.Recipe, error) {
 	var err error
 	if r.Method, err = quant.ParseMethod(cfg.Method); err != nil {
 		return nil, err
+	}
+	if cfg.ReconSteps < 0 || cfg.ReconBatch < 0 || cfg.ReconLRLUT < 0 || cfg.ReconLRScale < 0 || cfg.ReconLRRank < 0 {
+		return nil, fmt.Errorf("%w: reconstruction steps, batch and learning rates must be > 0", plan.ErrRecipe)
+	}
+	r.Reconstruct = cfg.reconSettings()
+	if cfg.Preset != "" {
+		if err := cfg.applyPreset(r); err != nil {
+			return nil, err
+		}
 	}
 	r.Refit = !cfg.NoRefit && r.NeedsCalib()
 	if cfg.Format != "" {

@@ -115,6 +115,21 @@ func (q *quantizer) assemble(items []bundle.Item, fp string, record []byte) erro
 		}
 		rec["eval_trace"] = v
 	}
+	if q.r.Reconstruct != nil {
+		log, err := q.reconLog(q.layers())
+		if err != nil {
+			return err
+		}
+		raw, err := json.Marshal(log)
+		if err != nil {
+			return err
+		}
+		var v []any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		rec["reconstruction_log"] = v
+	}
 	format := ""
 	if q.r.Format != nil {
 		format = q.r.Format.String()

@@ -94,6 +94,16 @@ func (q *quantizer) runCalibrated(ctx context.Context, set *corpus.Set) error {
 			}
 		},
 	}
+	if q.r.Reconstruct != nil {
+		// The reference model makes the targets: a second, unquantized copy.
+		if run.Reference, err = model.Load(q.ck); err != nil {
+			return err
+		}
+		run.LocalTarget = q.r.Reconstruct.Target == "local"
+		run.Reconstruct = func(li int, in, target []tensor.Matrix) (map[string]model.Linear, error) {
+			return q.reconstruct(ctx, m, li, in, target, len(train))
+		}
+	}
 	return run.Run(ctx, from, func(g calib.Group, st calib.Stats) (map[string]model.Linear, error) {
 		out := map[string]model.Linear{}
 		for _, name := range g.Names {
@@ -114,10 +124,16 @@ func (q *quantizer) runCalibrated(ctx context.Context, set *corpus.Set) error {
 }
 
 // restore puts the stored matrices of every layer that is complete in the
-// work directory into m's slots and returns the first incomplete layer.
+// work directory (with its reconstruction log, when the recipe
+// reconstructs) into m's slots and returns the first incomplete layer.
 func (q *quantizer) restore(m *model.Model) (int, error) {
 	L := len(m.Config().Layers)
 	for li := range L {
+		if q.r.Reconstruct != nil {
+			if _, ok, err := q.wd.Note(reconNote(li)); err != nil || !ok {
+				return li, err
+			}
+		}
 		got := map[string]*lut.Matrix{}
 		for _, g := range calib.Groups(m.Config(), li) {
 			for _, n := range g.Names {

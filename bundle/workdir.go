@@ -248,3 +248,21 @@ func (wd *WorkDir) Close(remove bool) error {
 	}
 	return nil
 }
+
+// SaveNote stores a small record key (JSON: a reconstructed layer's log)
+// in the work directory, atomically, as key.note.json.
+func (wd *WorkDir) SaveNote(key string, data []byte) error {
+	return durable.WriteFile(filepath.Join(wd.dir, key+".note.json"), data)
+}
+
+// Note returns the record key, and false if it was never saved.
+func (wd *WorkDir) Note(key string) ([]byte, bool, error) {
+	b, err := os.ReadFile(filepath.Join(wd.dir, key+".note.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("work directory: %w", err)
+	}
+	return b, true, nil
+}

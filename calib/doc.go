@@ -15,4 +15,10 @@
 // norm). Inputs that are a norm of the residual stream (the first group, the head) are
 // computed directly (model.Norm) without running the mixer. Memory: one layer's hidden states
 // for every row plus one group's Hessians.
+//
+// With Runner.Reconstruct set, once a layer's groups are quantized its input rows and their
+// targets — the Reference model's hidden states after the layer (advanced beside the quantized
+// stream) or, with LocalTarget, the Reference layer on the quantized rows — go to the hook
+// (block reconstruction, package recon), whose Linears replace the layer's before the rows
+// move on; that holds a second set of hidden states.
 package calib

@@ -67,6 +67,18 @@ type Runner struct {
 	// Progress is called after each layer (and the head) with layers done
 	// and total (layers + 1).
 	Progress func(done, total int)
+	// Reconstruct, if set, is called for each layer ≥ from once its
+	// groups are quantized (block reconstruction, package recon), with the
+	// layer's input rows — the quantized stream, Train rows first — and the
+	// outputs the layer should produce for them; it returns the Linears to
+	// store in the layer's slots (a missing name keeps its slot).
+	Reconstruct func(li int, in, target []tensor.Matrix) (map[string]model.Linear, error)
+	// Reference is the unquantized model whose layers make the targets:
+	// its outputs on the reference stream (the unquantized model's own
+	// hidden states, advanced beside the quantized stream), or with
+	// LocalTarget its layer applied to the quantized stream.
+	Reference   *model.Model
+	LocalTarget bool
 }
 
 // Run quantizes layers from..L−1 and then the head, calling fn for each
@@ -84,7 +96,27 @@ func (r *Runner) Run(ctx context.Context, from int, fn GroupFunc) error {
 		m.Embed(&xs[i], row)
 	}
 	s := m.NewState()
+	var refs []tensor.Matrix // the reference stream
+	if r.Reconstruct != nil {
+		if r.Reference == nil {
+			return fmt.Errorf("calib: reconstruction needs the reference model")
+		}
+		if !r.LocalTarget {
+			refs = make([]tensor.Matrix, len(xs))
+			for i := range xs {
+				refs[i].Resize(xs[i].Rows, xs[i].Cols)
+				copy(refs[i].Data, xs[i].Data)
+			}
+		}
+	}
 	for li := range L {
+		var target []tensor.Matrix
+		if r.Reconstruct != nil {
+			var err error
+			if target, err = r.targets(ctx, li, li >= from, xs, refs); err != nil {
+				return err
+			}
+		}
 		if li >= from {
 			for _, g := range Groups(m.Config(), li) {
 				if err := ctx.Err(); err != nil {
@@ -94,6 +126,15 @@ func (r *Runner) Run(ctx context.Context, from int, fn GroupFunc) error {
 					continue
 				}
 				if err := r.group(ctx, s, g, xs, fn); err != nil {
+					return err
+				}
+			}
+			if r.Reconstruct != nil {
+				repl, err := r.Reconstruct(li, xs, target)
+				if err != nil {
+					return err
+				}
+				if err := r.put(repl); err != nil {
 					return err
 				}
 			}
@@ -170,14 +211,51 @@ func (r *Runner) group(ctx context.Context, s *model.State, g Group, xs []tensor
 	if err != nil {
 		return err
 	}
+	return r.put(repl)
+}
+
+// put stores Linears in the model's slots by name.
+func (r *Runner) put(repl map[string]model.Linear) error {
 	for name, lin := range repl {
-		p := m.Slot(name)
+		p := r.Model.Slot(name)
 		if p == nil {
 			return fmt.Errorf("calib: the model has no matrix %q", name)
 		}
 		*p = lin
 	}
 	return nil
+}
+
+// targets advances the reference stream refs through the reference
+// model's layer li and returns it (nil for a layer below the resumed one),
+// or with LocalTarget the reference layer's outputs on the quantized
+// stream xs (want set: layers that are reconstructed).
+func (r *Runner) targets(ctx context.Context, li int, want bool, xs, refs []tensor.Matrix) ([]tensor.Matrix, error) {
+	s := r.Reference.NewState()
+	if r.LocalTarget {
+		if !want {
+			return nil, nil
+		}
+		out := make([]tensor.Matrix, len(xs))
+		for i := range xs {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			out[i].Resize(xs[i].Rows, xs[i].Cols)
+			copy(out[i].Data, xs[i].Data)
+			s.Reset()
+			r.Reference.ForwardLayer(s, li, &out[i])
+		}
+		return out, nil
+	}
+	for i := range refs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		s.Reset()
+		r.Reference.ForwardLayer(s, li, &refs[i])
+	}
+	return refs, nil
 }
 
 // recorder is a Linear that adds its input (rotated, if rot is set) to h

@@ -154,6 +154,16 @@ func NewHadamardSigns(width int, seed uint64, src SignSource) *Hadamard {
 // Width returns the number of columns the rotation acts on.
 func (h *Hadamard) Width() int { return h.width }
 
+// Sign returns d_j ∈ {−1, +1}, the random sign of column j (0 ≤ j <
+// Width()): M's block b is D_b·H_n/√n. Exact float64 implementations of
+// the rotation (block reconstruction) are built from it.
+func (h *Hadamard) Sign(j int) float64 {
+	if h.scale[j] < 0 {
+		return -1
+	}
+	return 1
+}
+
 // Block returns the block width n = HadamardBlock(Width()).
 func (h *Hadamard) Block() int { return h.block }
 

@@ -34,7 +34,40 @@ type Recipe struct {
 	// calibration Hessian after the rounding, kept where the held-out SNR
 	// rises (quant.Spec.Refit; it needs calibration data: Check).
 	Refit bool
-	Seed  uint64 // codebooks: Seed + the matrix's index in the checkpoint; the low-rank fit: Seed
+	// Reconstruct, if set, fits each layer's codebooks, scales and factors
+	// to the reference model's stream once its matrices are quantized
+	// (block reconstruction, package recon; it needs calibration data).
+	Reconstruct *Reconstruct
+	Seed        uint64 // codebooks: Seed + the matrix's index in the checkpoint; the low-rank fit: Seed
+}
+
+// Reconstruct are a recipe's block-reconstruction settings, as recorded
+// (recon.Options; reference-pipeline.md §2).
+type Reconstruct struct {
+	Steps   int     `json:"steps"`    // Adam steps per layer
+	Batch   int     `json:"batch"`    // calibration rows per step
+	LRLUT   float64 `json:"lr_lut"`   // codebook learning rate
+	LRScale float64 `json:"lr_scale"` // log-scale learning rate
+	LRRank  float64 `json:"lr_rank"`  // low-rank factor learning rate
+	// Target is "stream" (the reference model's own hidden states: the
+	// layer corrects the error it inherits) or "local" (the reference
+	// layer applied to the quantized stream).
+	Target string `json:"target"`
+}
+
+// check refuses settings that cannot run.
+func (c *Reconstruct) check() error {
+	switch {
+	case c.Steps <= 0:
+		return fmt.Errorf("reconstruction steps %d must be > 0", c.Steps)
+	case c.Batch <= 0:
+		return fmt.Errorf("reconstruction batch of %d rows must be > 0", c.Batch)
+	case !(c.LRLUT > 0) || !(c.LRScale > 0) || !(c.LRRank > 0):
+		return fmt.Errorf("reconstruction learning rates (codebook %v, scale %v, low-rank %v) must be > 0", c.LRLUT, c.LRScale, c.LRRank)
+	case c.Target != "stream" && c.Target != "local":
+		return fmt.Errorf("reconstruction target %q: want stream or local", c.Target)
+	}
+	return nil
 }
 
 // LowRank is a recipe's low-rank correction (docs/quantization.md §5).
@@ -61,6 +94,8 @@ func (r *Recipe) Check(calibrated bool) error {
 		return bad("the gptq method needs calibration data")
 	case r.AW && !calibrated:
 		return bad("activation-weighted codebooks are weighted by calibration statistics: give calibration data")
+	case r.Reconstruct != nil && !calibrated:
+		return bad("block reconstruction fits the layers to the reference model on calibration rows: give calibration data")
 	case r.Refit && !calibrated:
 		return bad("the codebook refit fits the calibration Hessian: give calibration data (or turn the refit off)")
 	case lr.Weighted && !calibrated:
@@ -72,7 +107,7 @@ func (r *Recipe) Check(calibrated bool) error {
 	case lr.Rank < 0:
 		return bad("low-rank rank %d is negative", lr.Rank)
 	case calibrated && !r.NeedsCalib():
-		return bad("calibration data is only used by the gptq method, activation-weighted codebooks or a weighted low-rank correction; none is asked for")
+		return bad("calibration data is only used by the gptq method, activation-weighted codebooks, a weighted low-rank correction or block reconstruction; none is asked for")
 	case r.Format == nil && r.Plan == nil:
 		return bad("give a format, or a plan")
 	case r.Format != nil && r.Plan != nil && r.Plan.Default != nil && r.Plan.Default.Format != *r.Format:
@@ -83,12 +118,17 @@ func (r *Recipe) Check(calibrated bool) error {
 			return bad("low-rank parts: unknown part %q (parts: %s)", p, QuantPartNames())
 		}
 	}
+	if r.Reconstruct != nil {
+		if err := r.Reconstruct.check(); err != nil {
+			return bad("%v", err)
+		}
+	}
 	return nil
 }
 
 // NeedsCalib reports whether the recipe uses calibration statistics.
 func (r *Recipe) NeedsCalib() bool {
-	return r.Method == quant.MethodGPTQ || r.AW || r.LowRank.Weighted
+	return r.Method == quant.MethodGPTQ || r.AW || r.LowRank.Weighted || r.Reconstruct != nil
 }
 
 // lowRankParts are the parts that get the correction.
@@ -167,6 +207,9 @@ func (r *Recipe) Record(source, version string, calibration any, heldOut int) ([
 	}
 	if r.Refit {
 		rec["refit"] = true // absent in the records of bundles made before the refit existed
+	}
+	if r.Reconstruct != nil {
+		rec["reconstruct"] = r.Reconstruct
 	}
 	if r.Plan != nil {
 		rec["plan"] = map[string]any{"path": r.PlanPath, "plan": r.Plan}

@@ -50,6 +50,9 @@ func writeInspection(w io.Writer, in *forge.Inspection) error {
 		if in.Refit != "" {
 			head.Row("codebook refit", in.Refit)
 		}
+		if in.Reconstruction != "" {
+			head.Row("block reconstruction", in.Reconstruction)
+		}
 	} else {
 		head.Row("dtypes", strings.Join(in.DTypes, ", "))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
@@ -16,6 +17,7 @@ type QuantizeCmd struct {
 	Out             string   `required:"" help:"Bundle directory to create."`
 	Format          string   `help:"Default format of every quantizable matrix, e.g. \"LUT4 per-tensor + pcs\", \"vector 2x16 + pcs\", \"LUT4 g128 + pcs\", \"INT8 per-channel\", \"bf16\"."`
 	Plan            string   `type:"existingfile" help:"Plan JSON: per-part defaults and per-matrix formats and ranks (see package plan)."`
+	Preset          string   `enum:"4bit,3bit,2bit," default:"" help:"A whole ANE-native recipe by name (needs --calib; no --format or --plan): 4bit (LUT4 blocks), 3bit (LUT3), 2bit (vector 2x16); each GPTQ + activation-weighted codebooks + Hadamard + refit, with the head in INT8 (README: Presets)."`
 	Method          string   `default:"rtn" enum:"rtn,gptq" help:"Quantization method: rtn (nearest rounding) or gptq (needs --calib)."`
 	AW              bool     `name:"aw" help:"Activation-weighted codebooks: k-means weighted by diag(H) (needs --calib)."`
 	Hadamard        bool     `help:"Online block Hadamard rotation of the MLP inputs (seeds 1000+layer, 2000+layer)."`
@@ -27,6 +29,13 @@ type QuantizeCmd struct {
 	LowRankParts    []string `name:"lowrank-parts" help:"Parts that get the correction, comma-separated or repeated: gdn, attn, kv, mlp, head (default gdn,attn,kv)."`
 	LowRankWeighted bool     `name:"lowrank-weighted" help:"Fit the correction weighted by the calibration Hessian."`
 	NoRefit         bool     `name:"no-refit" help:"Do not refit the codebooks and scales to the calibration Hessian after rounding (by default a calibrated recipe refits every quantized matrix and keeps the refit where its held-out SNR rises)."`
+	Reconstruct     bool     `help:"Block reconstruction: after a layer's matrices are quantized, fit its codebook values, scales and low-rank factors (indices fixed) by Adam so that the layer, fed the quantized stream, reproduces the reference stream; kept only where the held-out loss drops (needs --calib)."`
+	ReconSteps      int      `name:"recon-steps" default:"100" help:"With --reconstruct: Adam steps per layer."`
+	ReconBatch      int      `name:"recon-batch" default:"2" help:"With --reconstruct: calibration rows per step."`
+	ReconLRLUT      float64  `name:"recon-lr-lut" default:"1e-3" help:"With --reconstruct: codebook learning rate."`
+	ReconLRScale    float64  `name:"recon-lr-scale" default:"1e-3" help:"With --reconstruct: log-scale learning rate."`
+	ReconLRRank     float64  `name:"recon-lr-rank" default:"1e-4" help:"With --reconstruct: low-rank factor learning rate."`
+	ReconTarget     string   `name:"recon-target" default:"stream" enum:"stream,local" help:"With --reconstruct: stream (the reference model's hidden states; corrects inherited error) or local (the reference layer on the quantized stream)."`
 	Seed            uint64   `default:"0" help:"Seed for calibration sampling, k-means and the randomized SVD."`
 	Budget          string   `placeholder:"SIZE" help:"Choose the plan for a size budget instead of --format/--plan: 2.6bpw (over the swept matrices) or the bundle's size (3.1GiB, 850MB). Runs sweep → plan → quantize → gate; needs --eval-trace, and --trace or --sweep."`
 	Sweep           string   `type:"existingfile" placeholder:"S.json" help:"With --budget: reuse this measurement file (forge sweep, made with the same settings) instead of sweeping."`
@@ -52,12 +61,25 @@ func (c *QuantizeCmd) Run(ctx context.Context) error {
 	if c.Rows < 0 {
 		return fmt.Errorf("--rows must not be negative")
 	}
+	if c.ReconSteps <= 0 || c.ReconBatch <= 0 {
+		return fmt.Errorf("--recon-steps and --recon-batch must be > 0")
+	}
+	for _, lr := range []struct {
+		flag string
+		v    float64
+	}{{"--recon-lr-lut", c.ReconLRLUT}, {"--recon-lr-scale", c.ReconLRScale}, {"--recon-lr-rank", c.ReconLRRank}} {
+		if !(lr.v > 0) || math.IsInf(lr.v, 0) {
+			return fmt.Errorf("%s %v: a learning rate must be a finite number > 0", lr.flag, lr.v)
+		}
+	}
 	err := forge.Quantize(ctx, forge.QuantizeConfig{
 		Budget: c.Budget, Sweep: c.Sweep, SweepTrace: c.Trace, SweepCandidates: strings.Join(trimList(c.Formats), ";"),
 		SweepUnit: c.Unit, SweepRows: c.Rows, Objective: c.Objective,
-		Model: c.Model, Out: c.Out, Format: c.Format, Plan: c.Plan, Method: c.Method, AW: c.AW,
+		Model: c.Model, Out: c.Out, Format: c.Format, Plan: c.Plan, Preset: c.Preset, Method: c.Method, AW: c.AW,
 		Hadamard: c.Hadamard, Calib: trimList(c.Calib), EvalTrace: c.EvalTrace, Seq: c.Ctx, HoldOut: c.HoldOut,
 		LowRankRank: c.LowRankRank, LowRankParts: trimList(c.LowRankParts), LowRankWeighted: c.LowRankWeighted, NoRefit: c.NoRefit,
+		Reconstruct: c.Reconstruct, ReconSteps: c.ReconSteps, ReconBatch: c.ReconBatch, ReconLRLUT: c.ReconLRLUT,
+		ReconLRScale: c.ReconLRScale, ReconLRRank: c.ReconLRRank, ReconTarget: c.ReconTarget,
 		Seed: c.Seed, Resume: c.Resume, Overwrite: c.Overwrite,
 		Progress: progress.New("quantize", false).Set,
 		Log:      func(line string) { fmt.Fprintln(os.Stderr, line) },

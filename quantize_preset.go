@@ -1,0 +1,66 @@
+package forge
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"forge/lut"
+	"forge/model"
+	"forge/plan"
+	"forge/quant"
+)
+
+// Preset is a named recipe a user picks without knowing the recipe, like
+// llama.cpp's type names (README "Presets"; BENCHMARKS.md "Presets"
+// measures each on forge-tiny). Every preset is ANE-native (one codebook
+// per tensor, per-channel scales), GPTQ with activation-weighted codebooks,
+// the online Hadamard rotation of the MLP inputs and the closed-form
+// refit, so it needs calibration data; the transformer blocks get Blocks
+// and the head INT8 per-channel: the head is ~15% of forge-tiny's
+// parameters and ~30% of its LUT4 KL (BENCHMARKS.md "head ablation"), and
+// bits per weight are counted over the blocks' linear weights.
+type Preset struct {
+	Name   string
+	Blocks lut.Format
+	Head   lut.Format
+}
+
+// Presets lists the presets by name.
+var Presets = []Preset{
+	{Name: "4bit", Blocks: lut.LUT4, Head: lut.INT8},
+	{Name: "3bit", Blocks: lut.LUTFormat(3, 0), Head: lut.INT8},
+	{Name: "2bit", Blocks: lut.Vec2x16, Head: lut.INT8},
+}
+
+// PresetNames is the presets' names, comma-separated.
+func PresetNames() string {
+	var n []string
+	for _, p := range Presets {
+		n = append(n, p.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// applyPreset sets the recipe of the preset cfg.Preset: its plan, method,
+// activation weighting and rotation. A preset with a format or a plan of
+// its own, another method, or without calibration data is refused.
+func (cfg QuantizeConfig) applyPreset(r *plan.Recipe) error {
+	i := slices.IndexFunc(Presets, func(p Preset) bool { return p.Name == cfg.Preset })
+	if i < 0 {
+		return fmt.Errorf("%w: unknown preset %q (presets: %s)", plan.ErrRecipe, cfg.Preset, PresetNames())
+	}
+	p := Presets[i]
+	switch {
+	case cfg.Format != "" || cfg.Plan != "":
+		return fmt.Errorf("%w: preset %s sets the formats: give no format or plan with it", plan.ErrRecipe, p.Name)
+	case cfg.Method != "" && cfg.Method != "gptq" && cfg.Method != "rtn":
+		return fmt.Errorf("%w: preset %s uses the gptq method", plan.ErrRecipe, p.Name)
+	case len(cfg.Calib) == 0:
+		return fmt.Errorf("%w: preset %s runs GPTQ with activation-weighted codebooks: give calibration data (--calib FILE:ROWS)", plan.ErrRecipe, p.Name)
+	}
+	r.Method, r.AW, r.Hadamard = quant.MethodGPTQ, true, true
+	r.Plan = &plan.Plan{Default: &plan.Spec{Format: p.Blocks}, Parts: map[model.Part]plan.Spec{model.PartHead: {Format: p.Head}}}
+	r.PlanPath = "preset " + p.Name
+	return nil
+}
