@@ -101,7 +101,7 @@ func compareTargets(c *compare.Set, dir, md string) []outpath.Target {
 		if len(c.Groups) > 1 {
 			suffix = fmt.Sprintf("-g%d", i+1)
 		}
-		for _, name := range []string{"kl-cdf", "kl-position", "kl-parts"} {
+		for _, name := range []string{"kl-cdf", "kl-position", "kl-parts", "kl-bpw"} {
 			p := filepath.Join(dir, name+suffix)
 			ts = append(ts, outpath.Target{Path: p + ".png", Owned: outpath.PNG}, outpath.Target{Path: p + ".svg", Owned: outpath.SVG})
 		}

@@ -91,6 +91,9 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (*eval.Report, error) {
 	if c.weights > 0 {
 		rep.BPW = 8 * float64(c.bytes) / float64(c.weights)
 	}
+	if c.blockWeights > 0 {
+		rep.BlocksBPW = 8 * float64(c.blockBytes) / float64(c.blockWeights)
+	}
 	return rep, writeReport(cfg, rep)
 }
 
@@ -98,9 +101,12 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (*eval.Report, error) {
 type candidate struct {
 	m *model.Model
 	io.Closer
-	bytes    int64  // stored bytes of the quantizable matrices
-	weights  int64  // their weights
-	sourceFP string // fingerprint of the checkpoint it was made from (source.Origin; "" if unknown)
+	bytes   int64 // stored bytes of the quantizable matrices
+	weights int64 // their weights
+	// blockBytes and blockWeights are the same for the decoder layers'
+	// matrices alone (the head left out).
+	blockBytes, blockWeights int64
+	sourceFP                 string // fingerprint of the checkpoint it was made from (source.Origin; "" if unknown)
 }
 
 // openCandidate loads the candidate: a bundle or a checkpoint, or with
@@ -137,12 +143,15 @@ func openCandidate(cfg EvalConfig) (*candidate, error) {
 		if !s.Quantizable {
 			continue
 		}
-		c.weights += s.Elements()
+		n := 2 * s.Elements() // bf16, the reference's precision
 		if b, ok := cand.(*bundle.Bundle); ok && sel.Selects(s.Name) {
-			n, _ := b.StoredBytes(s.Name)
-			c.bytes += n
-		} else {
-			c.bytes += 2 * s.Elements() // bf16, the reference's precision
+			n, _ = b.StoredBytes(s.Name)
+		}
+		c.weights += s.Elements()
+		c.bytes += n
+		if s.Layer >= 0 {
+			c.blockWeights += s.Elements()
+			c.blockBytes += n
 		}
 	}
 	var err error

@@ -109,13 +109,24 @@ func TestEvaluateSelfAndQuantized(t *testing.T) {
 	if rep.Bytes != bytes || rep.BPW < 4 || rep.BPW > 4.2 {
 		t.Errorf("%d bytes (manifest LUT4 matrices: %d), %.3f bpw", rep.Bytes, bytes, rep.BPW)
 	}
+	// The blocks' bpw leaves the head out: over the layers' matrices alone.
+	var blockBytes, blockWeights int64
+	for _, e := range man.Matrices {
+		if strings.HasPrefix(e.Name, "layers.") && strings.HasPrefix(e.Format, "LUT4") {
+			blockBytes += e.Bytes
+			blockWeights += int64(e.Shape[0]) * int64(e.Shape[1])
+		}
+	}
+	if want := 8 * float64(blockBytes) / float64(blockWeights); math.Abs(rep.BlocksBPW-want) > 1e-9 {
+		t.Errorf("blocks bpw %.6f, want %.6f from the manifest", rep.BlocksBPW, want)
+	}
 	var js map[string]any
 	raw, _ := os.ReadFile(cfg.JSON)
 	if err := json.Unmarshal(raw, &js); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"n_positions", "mean_kl", "median_kl", "p90_kl", "p99_kl", "p999_kl", "max_kl", "top1",
-		"ppl", "ref_ppl", "mean_delta_p", "bytes", "bpw", "definition", "trace", "model"} {
+		"ppl", "ref_ppl", "mean_delta_p", "bytes", "bpw", "blocks_bpw", "definition", "trace", "model"} {
 		if _, ok := js[k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}

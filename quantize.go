@@ -23,7 +23,8 @@ type QuantizeConfig struct {
 	Format string // default format of every quantizable matrix, e.g. "LUT4 per-tensor + pcs"
 	Plan   string // plan JSON (package plan): per-part defaults and per-matrix overrides
 	// Preset, if set ("4bit", "3bit", "2bit": Presets), is the whole
-	// recipe but the calibration data: no Format or Plan with it.
+	// recipe but the calibration data: no Format or Plan with it. With
+	// Budget the planner picks the formats, from PresetCandidates.
 	Preset string
 	Method string // "rtn" (nearest rounding, the default) or "gptq"
 	AW     bool   // codebooks weighted by diag(H) (needs Calib)
@@ -53,7 +54,12 @@ type QuantizeConfig struct {
 	// reference pipeline's: 100 Adam steps, batches of 2 rows, learning
 	// rates 1e-3 (codebooks, scales) and 1e-4 (factors), target "stream"
 	// (or "local").
+	// ReconRank > 0 gives the matrices of LowRankParts (default gdn,
+	// attn, kv) rank-ReconRank factors for the reconstruction to train,
+	// started from the SVD of their quantization error (the reference's
+	// LR_RANK): the low-rank correction of LowRankRank, which it replaces.
 	Reconstruct                           bool
+	ReconRank                             int
 	ReconSteps, ReconBatch                int
 	ReconLRLUT, ReconLRScale, ReconLRRank float64
 	ReconTarget                           string
@@ -87,7 +93,10 @@ type QuantizeConfig struct {
 func Quantize(ctx context.Context, cfg QuantizeConfig) error {
 	if cfg.Budget != "" {
 		if cfg.Preset != "" {
-			return fmt.Errorf("quantize: %w: a preset fixes the formats; a budget lets the planner choose them: give one", plan.ErrRecipe)
+			var err error
+			if cfg, err = cfg.presetBudget(); err != nil {
+				return err
+			}
 		}
 		return quantizeBudget(ctx, cfg)
 	}
@@ -177,6 +186,17 @@ func (cfg QuantizeConfig) recipe() (*plan.Recipe, error) {
 		return nil, fmt.Errorf("%w: reconstruction steps, batch and learning rates must be > 0", plan.ErrRecipe)
 	}
 	r.Reconstruct = cfg.reconSettings()
+	switch {
+	case cfg.ReconRank < 0:
+		return nil, fmt.Errorf("%w: reconstruction rank %d is negative", plan.ErrRecipe, cfg.ReconRank)
+	case cfg.ReconRank > 0 && !cfg.Reconstruct:
+		return nil, fmt.Errorf("%w: a reconstruction rank goes with block reconstruction", plan.ErrRecipe)
+	case cfg.ReconRank > 0 && cfg.LowRankRank > 0:
+		return nil, fmt.Errorf("%w: a reconstruction rank adds the factors a low-rank rank would: give one of them", plan.ErrRecipe)
+	case cfg.ReconRank > 0:
+		r.LowRank.Rank = cfg.ReconRank
+		r.Reconstruct.Rank = cfg.ReconRank
+	}
 	if cfg.Preset != "" {
 		if err := cfg.applyPreset(r); err != nil {
 			return nil, err

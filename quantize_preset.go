@@ -26,6 +26,11 @@ type Preset struct {
 	Head   lut.Format
 }
 
+// PresetCandidates are the formats a preset's planner chooses from
+// (QuantizeConfig.Budget with Preset, unless SweepCandidates says
+// otherwise): every ANE-native width from 2 to 8 bits.
+const PresetCandidates = "vector 2x16 + pcs;LUT3 per-tensor + pcs;vector 2x64 + pcs;LUT4 per-tensor + pcs;LUT6 per-tensor + pcs;INT8 per-channel"
+
 // Presets lists the presets by name.
 var Presets = []Preset{
 	{Name: "4bit", Blocks: lut.LUT4, Head: lut.INT8},
@@ -40,6 +45,30 @@ func PresetNames() string {
 		n = append(n, p.Name)
 	}
 	return strings.Join(n, ", ")
+}
+
+// presetBudget is cfg with the preset's recipe spelled out for the
+// budgeted path (sweep → plan → quantize → gate): GPTQ, AW codebooks, the
+// Hadamard rotation, and PresetCandidates unless candidates are given. The
+// planner then picks every block matrix's format under the budget; the
+// head, which the sweep does not measure, stays as the checkpoint stores
+// it, outside the budget.
+func (cfg QuantizeConfig) presetBudget() (QuantizeConfig, error) {
+	if !slices.ContainsFunc(Presets, func(p Preset) bool { return p.Name == cfg.Preset }) {
+		return cfg, fmt.Errorf("quantize: %w: unknown preset %q (presets: %s)", plan.ErrRecipe, cfg.Preset, PresetNames())
+	}
+	if cfg.Method != "" && cfg.Method != "gptq" && cfg.Method != "rtn" {
+		return cfg, fmt.Errorf("quantize: %w: preset %s uses the gptq method", plan.ErrRecipe, cfg.Preset)
+	}
+	if len(cfg.Calib) == 0 {
+		return cfg, fmt.Errorf("quantize: %w: preset %s runs GPTQ with activation-weighted codebooks: give calibration data (--calib FILE:ROWS)", plan.ErrRecipe, cfg.Preset)
+	}
+	cfg.Method, cfg.AW, cfg.Hadamard = "gptq", true, true
+	if cfg.SweepCandidates == "" {
+		cfg.SweepCandidates = PresetCandidates
+	}
+	cfg.Preset = ""
+	return cfg, nil
 }
 
 // applyPreset sets the recipe of the preset cfg.Preset: its plan, method,

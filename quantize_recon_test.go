@@ -127,7 +127,8 @@ func TestReconstructAndPresetErrors(t *testing.T) {
 		{forge.QuantizeConfig{Preset: "4bit"}, "give calibration data"},
 		{tinyCalib(forge.QuantizeConfig{Preset: "5bit"}), `unknown preset "5bit"`},
 		{tinyCalib(forge.QuantizeConfig{Preset: "4bit", Format: "LUT4 + pcs"}), "give no format or plan"},
-		{tinyCalib(forge.QuantizeConfig{Preset: "4bit", Budget: "4bpw"}), "give one"},
+		{tinyCalib(forge.QuantizeConfig{Preset: "4bit", Budget: "4bpw", Method: "gptq"}), "held-out trace"},
+		{forge.QuantizeConfig{Preset: "4bit", Budget: "4bpw"}, "give calibration data"},
 	}
 	for i, c := range cases {
 		if c.cfg.Model == "" {

@@ -45,6 +45,10 @@ type Report struct {
 
 	Bytes int64   `json:"bytes"` // stored bytes of the quantizable matrices
 	BPW   float64 `json:"bpw"`   // 8·Bytes / their weights
+	// BlocksBPW is the bits per weight of the decoder layers' quantizable
+	// matrices alone (the head left out), every index, codebook, scale and
+	// factor counted: the size llama.cpp-style comparisons quote.
+	BlocksBPW float64 `json:"blocks_bpw,omitempty"`
 
 	// Reference, Parts and Layers describe an ablation (forge eval
 	// --reference): the reference model with only those parts of those
@@ -178,7 +182,7 @@ func (r *Report) lines() [][2]string {
 		{"RMS Δp", fmt.Sprintf("%.3f%%", 100*r.RMSDeltaP)},
 		{"Δp p1 / p5 / median / p95 / p99", strings.Join([]string{pct(r.P1DeltaP), pct(r.P5DeltaP),
 			pct(r.MedianDeltaP), pct(r.P95DeltaP), pct(r.P99DeltaP)}, " / ")},
-		{"quantizable matrices", fmt.Sprintf("%s, %.3f bpw", units.BytesPrecise(r.Bytes), r.BPW)},
+		{"quantizable matrices", fmt.Sprintf("%s, %.3f bpw (transformer blocks alone: %.3f)", units.BytesPrecise(r.Bytes), r.BPW, r.BlocksBPW)},
 		{"KV cache", kvName(r.KV)},
 		{"activations", kvName(r.Act)},
 		{"speed", fmt.Sprintf("%d tokens in %.1f s, %.0f tokens/s", r.Tokens, r.Seconds, r.TokensPerSecond)},

@@ -49,6 +49,9 @@ type Reconstruct struct {
 	LRLUT   float64 `json:"lr_lut"`   // codebook learning rate
 	LRScale float64 `json:"lr_scale"` // log-scale learning rate
 	LRRank  float64 `json:"lr_rank"`  // low-rank factor learning rate
+	// Rank > 0: the recipe's low-rank factors were added for the
+	// reconstruction to train (--recon-rank), at this rank.
+	Rank int `json:"rank,omitempty"`
 	// Target is "stream" (the reference model's own hidden states: the
 	// layer corrects the error it inherits) or "local" (the reference
 	// layer applied to the quantized stream).

@@ -17,7 +17,7 @@ type QuantizeCmd struct {
 	Out             string   `required:"" help:"Bundle directory to create."`
 	Format          string   `help:"Default format of every quantizable matrix, e.g. \"LUT4 per-tensor + pcs\", \"vector 2x16 + pcs\", \"LUT4 g128 + pcs\", \"INT8 per-channel\", \"bf16\"."`
 	Plan            string   `type:"existingfile" help:"Plan JSON: per-part defaults and per-matrix formats and ranks (see package plan)."`
-	Preset          string   `enum:"4bit,3bit,2bit," default:"" help:"A whole ANE-native recipe by name (needs --calib; no --format or --plan): 4bit (LUT4 blocks), 3bit (LUT3), 2bit (vector 2x16); each GPTQ + activation-weighted codebooks + Hadamard + refit, with the head in INT8 (README: Presets)."`
+	Preset          string   `enum:"4bit,3bit,2bit," default:"" help:"A whole ANE-native recipe by name (needs --calib; no --format or --plan): 4bit (LUT4 blocks), 3bit (LUT3), 2bit (vector 2x16); each GPTQ + activation-weighted codebooks + Hadamard + refit, with the head in INT8. With --budget the planner picks each block matrix's format from vector 2x16 to INT8 instead (the head stays as stored; README: Presets)."`
 	Method          string   `default:"rtn" enum:"rtn,gptq" help:"Quantization method: rtn (nearest rounding) or gptq (needs --calib)."`
 	AW              bool     `name:"aw" help:"Activation-weighted codebooks: k-means weighted by diag(H) (needs --calib)."`
 	Hadamard        bool     `help:"Online block Hadamard rotation of the MLP inputs (seeds 1000+layer, 2000+layer)."`
@@ -30,6 +30,7 @@ type QuantizeCmd struct {
 	LowRankWeighted bool     `name:"lowrank-weighted" help:"Fit the correction weighted by the calibration Hessian."`
 	NoRefit         bool     `name:"no-refit" help:"Do not refit the codebooks and scales to the calibration Hessian after rounding (by default a calibrated recipe refits every quantized matrix and keeps the refit where its held-out SNR rises)."`
 	Reconstruct     bool     `help:"Block reconstruction: after a layer's matrices are quantized, fit its codebook values, scales and low-rank factors (indices fixed) by Adam so that the layer, fed the quantized stream, reproduces the reference stream; kept only where the held-out loss drops (needs --calib)."`
+	ReconRank       int      `name:"recon-rank" help:"With --reconstruct: give the matrices of --lowrank-parts (default gdn,attn,kv) rank-R factors, started from the SVD of their quantization error, for the reconstruction to train (instead of --lowrank-rank; they add to the size)."`
 	ReconSteps      int      `name:"recon-steps" default:"100" help:"With --reconstruct: Adam steps per layer."`
 	ReconBatch      int      `name:"recon-batch" default:"2" help:"With --reconstruct: calibration rows per step."`
 	ReconLRLUT      float64  `name:"recon-lr-lut" default:"1e-3" help:"With --reconstruct: codebook learning rate."`
@@ -52,8 +53,8 @@ func (c *QuantizeCmd) Run(ctx context.Context) error {
 	if err := positive("--ctx", c.Ctx); err != nil {
 		return err
 	}
-	if c.HoldOut < 0 || c.LowRankRank < 0 {
-		return fmt.Errorf("--holdout and --lowrank-rank must not be negative")
+	if c.HoldOut < 0 || c.LowRankRank < 0 || c.ReconRank < 0 {
+		return fmt.Errorf("--holdout, --lowrank-rank and --recon-rank must not be negative")
 	}
 	if c.Budget == "" && (c.Sweep != "" || c.Trace != "" || len(c.Formats) > 0 || c.Unit != "" || c.Rows != 0 || c.Objective != "") {
 		return fmt.Errorf("--sweep, --trace, --formats, --unit, --rows and --objective go with --budget")
@@ -78,7 +79,7 @@ func (c *QuantizeCmd) Run(ctx context.Context) error {
 		Model: c.Model, Out: c.Out, Format: c.Format, Plan: c.Plan, Preset: c.Preset, Method: c.Method, AW: c.AW,
 		Hadamard: c.Hadamard, Calib: trimList(c.Calib), EvalTrace: c.EvalTrace, Seq: c.Ctx, HoldOut: c.HoldOut,
 		LowRankRank: c.LowRankRank, LowRankParts: trimList(c.LowRankParts), LowRankWeighted: c.LowRankWeighted, NoRefit: c.NoRefit,
-		Reconstruct: c.Reconstruct, ReconSteps: c.ReconSteps, ReconBatch: c.ReconBatch, ReconLRLUT: c.ReconLRLUT,
+		Reconstruct: c.Reconstruct, ReconRank: c.ReconRank, ReconSteps: c.ReconSteps, ReconBatch: c.ReconBatch, ReconLRLUT: c.ReconLRLUT,
 		ReconLRScale: c.ReconLRScale, ReconLRRank: c.ReconLRRank, ReconTarget: c.ReconTarget,
 		Seed: c.Seed, Resume: c.Resume, Overwrite: c.Overwrite,
 		Progress: progress.New("quantize", false).Set,

@@ -51,6 +51,7 @@ type Run struct {
 	MeanDeltaP float64 // mean of p_candidate(token) − p_reference(token)
 	Bytes      int64   // size of the candidate's quantized weights (0: not reported)
 	BPW        float64 // bits per weight (0: not reported)
+	BlocksBPW  float64 // bits per weight of the decoder layers' matrices alone (0: not reported)
 
 	KLPath string    // the per-position KL .npy, "" when none was given
 	KL     []float32 // [NPositions] per-position KL in nats; nil when KLPath is ""
@@ -129,6 +130,7 @@ type reportJSON struct {
 	MeanDeltaP float64     `json:"mean_delta_p"`
 	Bytes      int64       `json:"bytes"`
 	BPW        float64     `json:"bpw"`
+	BlocksBPW  float64     `json:"blocks_bpw"`
 	Definition looseString `json:"definition"`
 	Trace      looseString `json:"trace"`
 	Model      looseString `json:"model"`
@@ -206,7 +208,7 @@ func readRun(path string) (*Run, error) {
 		Parts: string(j.Parts), Layers: string(j.Layers),
 		NPositions: j.NPositions, MeanKL: j.MeanKL, MedianKL: j.MedianKL, P90KL: j.P90KL, P99KL: j.P99KL,
 		P999KL: j.P999KL, MaxKL: j.MaxKL, Top1: j.Top1, PPL: j.PPL, RefPPL: j.RefPPL,
-		MeanDeltaP: j.MeanDeltaP, Bytes: j.Bytes, BPW: j.BPW, RowPositions: j.RowPositions, Sources: j.Sources,
+		MeanDeltaP: j.MeanDeltaP, Bytes: j.Bytes, BPW: j.BPW, BlocksBPW: j.BlocksBPW, RowPositions: j.RowPositions, Sources: j.Sources,
 	}
 	if err := r.check(); err != nil {
 		return nil, fmt.Errorf("compare: report %s: %v: %w", path, err, ErrInput)
@@ -225,8 +227,8 @@ func (r *Run) check() error {
 		return fmt.Errorf("top1 %g is not a fraction in [0, 1]", r.Top1)
 	case r.PPL < 0 || r.RefPPL < 0:
 		return fmt.Errorf("negative perplexity (ppl %g, ref_ppl %g)", r.PPL, r.RefPPL)
-	case r.Bytes < 0 || r.BPW < 0:
-		return fmt.Errorf("negative size (bytes %d, bpw %g)", r.Bytes, r.BPW)
+	case r.Bytes < 0 || r.BPW < 0 || r.BlocksBPW < 0:
+		return fmt.Errorf("negative size (bytes %d, bpw %g, blocks bpw %g)", r.Bytes, r.BPW, r.BlocksBPW)
 	}
 	return eval.CheckRowLayout(r.RowPositions, r.Sources, r.NPositions)
 }

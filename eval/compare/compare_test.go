@@ -555,3 +555,75 @@ func TestComparePlotsDegenerate(t *testing.T) {
 		t.Fatalf("files %q, %v: want 3 plots × 2 formats", files, err)
 	}
 }
+
+// TestCompareParetoPlot: full runs that report their size get kl-bpw,
+// mean KL against bits per weight with the Pareto front of the runs: a run
+// with more bits and more KL than another is drawn but is not on the
+// front; ablation runs are left out of it.
+func TestCompareParetoPlot(t *testing.T) {
+	runs := []synthRun{
+		{name: "p2", definition: "forge full", scale: 0.05, n: 400, bpw: 2.6},
+		{name: "p3", definition: "forge full", scale: 0.01, n: 400, bpw: 3.25},
+		{name: "u3", definition: "forge full", scale: 0.03, n: 400, bpw: 3.3}, // dominated by p3
+		{name: "p4", definition: "forge full", scale: 0.004, n: 400, bpw: 4.1},
+		{name: "abl", definition: "forge full", parts: "mlp", scale: 0.001, n: 400, bpw: 1},
+	}
+	dir, reports, kls, _ := writeRuns(t, runs, true)
+	c, err := Load(reports, kls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sized, front, _ := frontRuns(c.Groups[0].Runs)
+	var on, names []string
+	for i, r := range sized {
+		names = append(names, r.Name)
+		if front[i] {
+			on = append(on, r.Name)
+		}
+	}
+	if !slices.Equal(names, []string{"p2", "p3", "u3", "p4"}) || !slices.Equal(on, []string{"p2", "p3", "p4"}) {
+		t.Fatalf("runs by bpw %q, front %q: want p2 p3 u3 p4, front p2 p3 p4", names, on)
+	}
+	files, _, err := c.Plot(filepath.Join(dir, "plots"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		if strings.Contains(f, "kl-bpw") {
+			got = append(got, filepath.Base(f))
+			data, _ := os.ReadFile(f)
+			if filepath.Ext(f) == ".svg" {
+				checkSVG(t, f, data)
+				for _, label := range []string{"p2", "u3", "p4", "Pareto front"} {
+					if !bytes.Contains(data, []byte(label)) {
+						t.Errorf("kl-bpw.svg does not show %q", label)
+					}
+				}
+			}
+		}
+	}
+	if !slices.Equal(got, []string{"kl-bpw.png", "kl-bpw.svg"}) {
+		t.Errorf("kl-bpw files %q", got)
+	}
+}
+
+// TestFrontRunsBlocks: when every full run reports the blocks' bpw the
+// front is drawn against it (the head left out of the size); when one
+// does not, against the bpw of all the quantizable matrices.
+func TestFrontRunsBlocks(t *testing.T) {
+	runs := []*Run{
+		{Name: "plan", BPW: 5.8, BlocksBPW: 4.1, MeanKL: 0.0016},
+		{Name: "uniform", BPW: 4.6, BlocksBPW: 4.05, MeanKL: 0.0031},
+		{Name: "rtn", BPW: 4.05, BlocksBPW: 4.05, MeanKL: 0.008},
+	}
+	sized, front, blocks := frontRuns(runs)
+	if !blocks || sized[0].Name != "uniform" || sized[1].Name != "rtn" || sized[2].Name != "plan" || !front[0] || front[1] || !front[2] {
+		t.Errorf("blocks %v, order %s %s %s, front %v", blocks, sized[0].Name, sized[1].Name, sized[2].Name, front)
+	}
+	runs[2].BlocksBPW = 0
+	sized, _, blocks = frontRuns(runs)
+	if blocks || sized[0].Name != "rtn" || sized[2].Name != "plan" {
+		t.Errorf("without every blocks bpw: blocks %v, first %s, last %s", blocks, sized[0].Name, sized[2].Name)
+	}
+}

@@ -10,7 +10,7 @@
 // sweep and a plan, and PredictionFigure, predicted against measured KL).
 //
 //	reports (+ KL files) ─ Load ─▶ Set ─┬─ WriteTable / WriteMarkdown
-//	                                    └─ Plot: kl-cdf, kl-position, kl-parts
+//	                                    └─ Plot: kl-cdf, kl-position, kl-parts, kl-bpw
 //
 // Results of different KL definitions are not compared
 // (docs/quantization.md §7): Load splits the reports into Groups, one per

@@ -66,7 +66,10 @@ var runColors = []color.Color{
 //     has them the KL is drawn along the whole trace instead, averaged
 //     over consecutive windows (about 200), with a note saying so;
 //   - kl-parts: for ablation runs (reports with parts or layers), mean KL
-//     (top panel) and p99 KL (bottom panel) per run as bars.
+//     (top panel) and p99 KL (bottom panel) per run as bars;
+//   - kl-bpw: mean KL against bits per weight for the full runs that
+//     report their size (at least two), with the Pareto front of those
+//     runs (no run of fewer or as many bits has a lower KL) as a staircase.
 //
 // The first two need per-position KL; a group without any is skipped, and
 // notes says so, as it does for runs left out for lack of KL. Output is a
@@ -113,6 +116,14 @@ func (c *Set) Plot(dir string) (files, notes []string, err error) {
 		}
 		if len(ablation) > 0 {
 			jobs = append(jobs, plotJob{"kl-parts" + suffix, func() (plotRender, error) { return partsPlot(ablation, g.Definition) }})
+		}
+		pf, note, err := paretoPlot(dir, "kl-bpw"+suffix, g.Runs, g.Definition)
+		files = append(files, pf...)
+		if err != nil {
+			return files, notes, err
+		}
+		if note != "" {
+			notes = append(notes, note)
 		}
 		for _, job := range jobs {
 			render, err := job.make()
