@@ -14,6 +14,8 @@ import (
 	"forge/eval/compare"
 	"forge/internal/durable"
 	"forge/internal/outpath"
+	"forge/lut"
+	"forge/model"
 	"forge/plan"
 	"forge/source"
 )
@@ -32,6 +34,11 @@ type GateConfig struct {
 	// (STEM.gate-RANDOM) for its other bundle and plan and removes it
 	// ("": beside OUT, or beside the plan).
 	Out, Work string
+	// Head, if set, is the head's format in the uniform baseline as in the
+	// plan file (which the caller wrote with it): the sweep does not
+	// measure the head, so both bundles get the same one. nil: the head
+	// is left as the checkpoint stores it in both.
+	Head      *lut.Format
 	Overwrite bool
 	Progress  func(done, total int64) // the quantize runs' and evaluations' progress
 	Log       func(line string)
@@ -163,7 +170,7 @@ func Gate(ctx context.Context, cfg GateConfig) (*GateReport, error) {
 		rep.Verdict = fmt.Sprintf("passed: the plan is uniform %s, the best uniform candidate that fits: nothing to beat", best.Candidate)
 		return rep, nil
 	}
-	up, err := uniformPlan(s, best.Candidate)
+	up, err := uniformPlan(s, best.Candidate, cfg.Head)
 	if err != nil {
 		return nil, err
 	}
@@ -187,13 +194,17 @@ func Gate(ctx context.Context, cfg GateConfig) (*GateReport, error) {
 }
 
 // uniformPlan is the plan file that gives every matrix of the sweep's
-// units candidate c (and leaves the rest as the plan does: unassigned).
-func uniformPlan(s *plan.Sweep, c plan.Candidate) ([]byte, error) {
+// units candidate c (and leaves the rest as the plan does: unassigned, or
+// the head in head's format when it is set).
+func uniformPlan(s *plan.Sweep, c plan.Candidate, head *lut.Format) ([]byte, error) {
 	sp, err := c.Spec()
 	if err != nil {
 		return nil, err
 	}
 	p := &plan.Plan{Matrices: map[string]plan.Spec{}}
+	if head != nil {
+		p.Parts = map[model.Part]plan.Spec{model.PartHead: {Format: *head}}
+	}
 	for _, u := range s.Units {
 		for _, k := range u.Matrices {
 			p.Matrices[k] = sp

@@ -77,6 +77,9 @@ type QuantizeConfig struct {
 	SweepCandidates, SweepUnit string
 	SweepRows                  int
 	Objective                  string
+	// presetHead is the head's format a budgeted preset gives the plan
+	// and the gate's baseline (presetBudget); nil: the head as stored.
+	presetHead *lut.Format
 	// Progress, if set, is called as work finishes with steps done and total.
 	Progress func(done, total int64)
 	// Log, if set, receives one line per quantized matrix (SNRs).

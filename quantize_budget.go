@@ -10,7 +10,10 @@ import (
 
 	"forge/bundle"
 	"forge/corpus"
+	"forge/internal/durable"
 	"forge/internal/outpath"
+	"forge/lut"
+	"forge/model"
 	"forge/plan"
 	"forge/source"
 )
@@ -104,7 +107,13 @@ func quantizeBudget(ctx context.Context, cfg QuantizeConfig) error {
 		return err
 	}
 	logf(cfg.Log, "plan %s: %.4f bpw over the swept matrices, predicted KL %.5f (%s)", planPath, sol.BPW, sol.KL, sweepPath)
-	rep, err := Gate(ctx, GateConfig{Sweep: s, Solution: sol, PlanPath: planPath, Model: cfg.Model, Trace: cfg.EvalTrace,
+	if cfg.presetHead != nil {
+		if err := setPlanHead(planPath, *cfg.presetHead); err != nil {
+			return fmt.Errorf("quantize: %w", err)
+		}
+		logf(cfg.Log, "plan %s: the head in %s (the preset's; outside the budget)", planPath, cfg.presetHead)
+	}
+	rep, err := Gate(ctx, GateConfig{Sweep: s, Solution: sol, PlanPath: planPath, Model: cfg.Model, Trace: cfg.EvalTrace, Head: cfg.presetHead,
 		Out: cfg.Out, Overwrite: cfg.Overwrite, Progress: cfg.Progress, Log: cfg.Log})
 	if err != nil {
 		return err
@@ -234,4 +243,22 @@ func heldOutTrace(ctx context.Context, cfg QuantizeConfig) error {
 	logf(cfg.Log, "sweep trace %s: %d held-out rows of the calibration sources (%d of %d sampled rows share no window with the calibration rows)",
 		cfg.SweepTrace, len(rows), len(free), len(cand.Rows))
 	return nil
+}
+
+// setPlanHead gives the head format f in the plan file at path (a part
+// default; the plan's matrices and prediction are kept), atomically.
+func setPlanHead(path string, f lut.Format) error {
+	p, err := plan.Read(path)
+	if err != nil {
+		return err
+	}
+	if p.Parts == nil {
+		p.Parts = map[model.Part]plan.Spec{}
+	}
+	p.Parts[model.PartHead] = plan.Spec{Format: f}
+	raw, err := p.Marshal()
+	if err != nil {
+		return err
+	}
+	return durable.WriteFile(path, raw)
 }

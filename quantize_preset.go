@@ -51,8 +51,9 @@ func PresetNames() string {
 // budgeted path (sweep → plan → quantize → gate): GPTQ, AW codebooks, the
 // Hadamard rotation, and PresetCandidates unless candidates are given. The
 // planner then picks every block matrix's format under the budget; the
-// head, which the sweep does not measure, stays as the checkpoint stores
-// it, outside the budget.
+// head, which the sweep does not measure, gets the preset's head format
+// (INT8) in the plan and in the gate's uniform baseline, outside the
+// budget.
 func (cfg QuantizeConfig) presetBudget() (QuantizeConfig, error) {
 	if !slices.ContainsFunc(Presets, func(p Preset) bool { return p.Name == cfg.Preset }) {
 		return cfg, fmt.Errorf("quantize: %w: unknown preset %q (presets: %s)", plan.ErrRecipe, cfg.Preset, PresetNames())
@@ -64,6 +65,8 @@ func (cfg QuantizeConfig) presetBudget() (QuantizeConfig, error) {
 		return cfg, fmt.Errorf("quantize: %w: preset %s runs GPTQ with activation-weighted codebooks: give calibration data (--calib FILE:ROWS)", plan.ErrRecipe, cfg.Preset)
 	}
 	cfg.Method, cfg.AW, cfg.Hadamard = "gptq", true, true
+	head := Presets[slices.IndexFunc(Presets, func(p Preset) bool { return p.Name == cfg.Preset })].Head
+	cfg.presetHead = &head
 	if cfg.SweepCandidates == "" {
 		cfg.SweepCandidates = PresetCandidates
 	}

@@ -17,7 +17,7 @@ type QuantizeCmd struct {
 	Out             string   `required:"" help:"Bundle directory to create."`
 	Format          string   `help:"Default format of every quantizable matrix, e.g. \"LUT4 per-tensor + pcs\", \"vector 2x16 + pcs\", \"LUT4 g128 + pcs\", \"INT8 per-channel\", \"bf16\"."`
 	Plan            string   `type:"existingfile" help:"Plan JSON: per-part defaults and per-matrix formats and ranks (see package plan)."`
-	Preset          string   `enum:"4bit,3bit,2bit," default:"" help:"A whole ANE-native recipe by name (needs --calib; no --format or --plan): 4bit (LUT4 blocks), 3bit (LUT3), 2bit (vector 2x16); each GPTQ + activation-weighted codebooks + Hadamard + refit, with the head in INT8. With --budget the planner picks each block matrix's format from vector 2x16 to INT8 instead (the head stays as stored; README: Presets)."`
+	Preset          string   `enum:"4bit,3bit,2bit," default:"" help:"A whole ANE-native recipe by name (needs --calib; no --format or --plan): 4bit (LUT4 blocks), 3bit (LUT3), 2bit (vector 2x16); each GPTQ + activation-weighted codebooks + Hadamard + refit, with the head in INT8. With --budget the planner picks each block matrix's format from vector 2x16 to INT8 instead (the head stays INT8, outside the budget; README: Presets)."`
 	Method          string   `default:"rtn" enum:"rtn,gptq" help:"Quantization method: rtn (nearest rounding) or gptq (needs --calib)."`
 	AW              bool     `name:"aw" help:"Activation-weighted codebooks: k-means weighted by diag(H) (needs --calib)."`
 	Hadamard        bool     `help:"Online block Hadamard rotation of the MLP inputs (seeds 1000+layer, 2000+layer)."`
