@@ -47,6 +47,22 @@ func PresetNames() string {
 	return strings.Join(n, ", ")
 }
 
+// preset returns the preset cfg.Preset names after the checks both of
+// its paths share: a known name, no method but gptq (rtn, the flag's
+// default, is overridden), calibration data.
+func (cfg QuantizeConfig) preset() (Preset, error) {
+	i := slices.IndexFunc(Presets, func(p Preset) bool { return p.Name == cfg.Preset })
+	switch {
+	case i < 0:
+		return Preset{}, fmt.Errorf("%w: unknown preset %q (presets: %s)", plan.ErrRecipe, cfg.Preset, PresetNames())
+	case cfg.Method != "" && cfg.Method != "gptq" && cfg.Method != "rtn":
+		return Preset{}, fmt.Errorf("%w: preset %s uses the gptq method", plan.ErrRecipe, cfg.Preset)
+	case len(cfg.Calib) == 0:
+		return Preset{}, fmt.Errorf("%w: preset %s runs GPTQ with activation-weighted codebooks: give calibration data (--calib FILE:ROWS)", plan.ErrRecipe, cfg.Preset)
+	}
+	return Presets[i], nil
+}
+
 // presetBudget is cfg with the preset's recipe spelled out for the
 // budgeted path (sweep → plan → quantize → gate): GPTQ, AW codebooks, the
 // Hadamard rotation, and PresetCandidates unless candidates are given. The
@@ -55,18 +71,12 @@ func PresetNames() string {
 // (INT8) in the plan and in the gate's uniform baseline, outside the
 // budget.
 func (cfg QuantizeConfig) presetBudget() (QuantizeConfig, error) {
-	if !slices.ContainsFunc(Presets, func(p Preset) bool { return p.Name == cfg.Preset }) {
-		return cfg, fmt.Errorf("quantize: %w: unknown preset %q (presets: %s)", plan.ErrRecipe, cfg.Preset, PresetNames())
-	}
-	if cfg.Method != "" && cfg.Method != "gptq" && cfg.Method != "rtn" {
-		return cfg, fmt.Errorf("quantize: %w: preset %s uses the gptq method", plan.ErrRecipe, cfg.Preset)
-	}
-	if len(cfg.Calib) == 0 {
-		return cfg, fmt.Errorf("quantize: %w: preset %s runs GPTQ with activation-weighted codebooks: give calibration data (--calib FILE:ROWS)", plan.ErrRecipe, cfg.Preset)
+	p, err := cfg.preset()
+	if err != nil {
+		return cfg, fmt.Errorf("quantize: %w", err)
 	}
 	cfg.Method, cfg.AW, cfg.Hadamard = "gptq", true, true
-	head := Presets[slices.IndexFunc(Presets, func(p Preset) bool { return p.Name == cfg.Preset })].Head
-	cfg.presetHead = &head
+	cfg.presetHead = &p.Head
 	if cfg.SweepCandidates == "" {
 		cfg.SweepCandidates = PresetCandidates
 	}
@@ -76,20 +86,14 @@ func (cfg QuantizeConfig) presetBudget() (QuantizeConfig, error) {
 
 // applyPreset sets the recipe of the preset cfg.Preset: its plan, method,
 // activation weighting and rotation. A preset with a format or a plan of
-// its own, another method, or without calibration data is refused.
+// its own is refused, besides what preset refuses.
 func (cfg QuantizeConfig) applyPreset(r *plan.Recipe) error {
-	i := slices.IndexFunc(Presets, func(p Preset) bool { return p.Name == cfg.Preset })
-	if i < 0 {
-		return fmt.Errorf("%w: unknown preset %q (presets: %s)", plan.ErrRecipe, cfg.Preset, PresetNames())
+	p, err := cfg.preset()
+	if err != nil {
+		return err
 	}
-	p := Presets[i]
-	switch {
-	case cfg.Format != "" || cfg.Plan != "":
+	if cfg.Format != "" || cfg.Plan != "" {
 		return fmt.Errorf("%w: preset %s sets the formats: give no format or plan with it", plan.ErrRecipe, p.Name)
-	case cfg.Method != "" && cfg.Method != "gptq" && cfg.Method != "rtn":
-		return fmt.Errorf("%w: preset %s uses the gptq method", plan.ErrRecipe, p.Name)
-	case len(cfg.Calib) == 0:
-		return fmt.Errorf("%w: preset %s runs GPTQ with activation-weighted codebooks: give calibration data (--calib FILE:ROWS)", plan.ErrRecipe, p.Name)
 	}
 	r.Method, r.AW, r.Hadamard = quant.MethodGPTQ, true, true
 	r.Plan = &plan.Plan{Default: &plan.Spec{Format: p.Blocks}, Parts: map[model.Part]plan.Spec{model.PartHead: {Format: p.Head}}}

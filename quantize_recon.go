@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -70,13 +71,7 @@ func (q *quantizer) reconstruct(ctx context.Context, m *model.Model, li int, in,
 	if err != nil {
 		return nil, err
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range ms {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(ms))
 	list := make([]*recon.Matrix, len(names))
 	for i, n := range names {
 		list[i] = ms[n]
@@ -87,7 +82,7 @@ func (q *quantizer) reconstruct(ctx context.Context, m *model.Model, li int, in,
 	}
 	s := q.r.Reconstruct
 	rep, err := recon.Fit(layer, list, rows[:nTrain], rows[nTrain:], recon.Options{Steps: s.Steps, Batch: s.Batch,
-		LRLUT: s.LRLUT, LRScal: s.LRScale, LRRank: s.LRRank, Context: ctx})
+		LRLUT: s.LRLUT, LRScale: s.LRScale, LRRank: s.LRRank, Context: ctx})
 	if err != nil {
 		return nil, fmt.Errorf("quantize: reconstruct layer %d: %w", li, err)
 	}

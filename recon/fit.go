@@ -17,11 +17,11 @@ type Sample struct {
 // Options tune Fit; the zero value is the reference's defaults
 // (reference-pipeline.md §2).
 type Options struct {
-	Steps  int     // Adam steps (0: 100)
-	Batch  int     // rows per step, step k using batch k mod ⌈rows/Batch⌉ (0: 2)
-	LRLUT  float64 // codebook learning rate (0: 1e-3)
-	LRScal float64 // log-scale learning rate (0: 1e-3)
-	LRRank float64 // low-rank factor learning rate (0: 1e-4)
+	Steps   int     // Adam steps (0: 100)
+	Batch   int     // rows per step, step k using batch k mod ⌈rows/Batch⌉ (0: 2)
+	LRLUT   float64 // codebook learning rate (0: 1e-3)
+	LRScale float64 // log-scale learning rate (0: 1e-3)
+	LRRank  float64 // low-rank factor learning rate (0: 1e-4)
 	// Context, if set, is checked before every step.
 	Context context.Context
 	// Progress, if set, is called after every step.
@@ -31,7 +31,7 @@ type Options struct {
 func (o Options) steps() int { return pickInt(o.Steps, 100) }
 func (o Options) batch() int { return pickInt(o.Batch, 2) }
 func (o Options) lrs() [3]float64 {
-	return [3]float64{pickF(o.LRLUT, 1e-3), pickF(o.LRScal, 1e-3), pickF(o.LRRank, 1e-4)}
+	return [3]float64{pickF(o.LRLUT, 1e-3), pickF(o.LRScale, 1e-3), pickF(o.LRRank, 1e-4)}
 }
 
 func pickInt(v, d int) int {
@@ -57,7 +57,7 @@ func (o Options) Check() error {
 	if o.Batch < 0 {
 		return fmt.Errorf("recon: batch of %d rows", o.Batch)
 	}
-	for i, lr := range []float64{o.LRLUT, o.LRScal, o.LRRank} {
+	for i, lr := range []float64{o.LRLUT, o.LRScale, o.LRRank} {
 		if lr < 0 || math.IsNaN(lr) || math.IsInf(lr, 0) {
 			return fmt.Errorf("recon: %s learning rate %v must be > 0", [3]string{"codebook", "scale", "low-rank"}[i], lr)
 		}

@@ -259,7 +259,7 @@ func TestFitLowersHeldOutLoss(t *testing.T) {
 	for i, m := range ms {
 		before[i] = append([]float64(nil), m.Book...)
 	}
-	rep, err := Fit(l, ms, rows[:8], rows[8:], Options{Steps: 40, LRLUT: 3e-4, LRScal: 3e-4})
+	rep, err := Fit(l, ms, rows[:8], rows[8:], Options{Steps: 40, LRLUT: 3e-4, LRScale: 3e-4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestFitReverts(t *testing.T) {
 	for i, m := range ms {
 		start[i] = append([]float64(nil), m.w...)
 	}
-	rep, err := Fit(l, ms, rows[:2], rows[2:], Options{Steps: 3, LRLUT: 1e300, LRScal: 1e300})
+	rep, err := Fit(l, ms, rows[:2], rows[2:], Options{Steps: 3, LRLUT: 1e300, LRScale: 1e300})
 	if err != nil {
 		t.Fatal(err)
 	}

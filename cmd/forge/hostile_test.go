@@ -279,6 +279,24 @@ func TestFirstRunMessages(t *testing.T) {
 			t.Errorf("%v: %v\n%s", args, err, o)
 		}
 	}
+	// Reconstruction settings that cannot run are refused before any work, naming the flag.
+	calib := filepath.Join("..", "..", "testdata", "calib", "code.txt") + ":4"
+	for _, c := range []struct{ flag, value, want string }{
+		{"--recon-lr-lut", "0", "--recon-lr-lut 0: a learning rate must be a finite number > 0"},
+		{"--recon-lr-scale", "-1e-3", "--recon-lr-scale -0.001: a learning rate must be"},
+		{"--recon-steps", "0", "--recon-steps and --recon-batch must be > 0"},
+		{"--recon-rank", "-2", "--recon-rank must not be negative"},
+		{"--recon-target", "both", "both"},
+	} {
+		o, err := run(t, "quantize", "--model", tiny, "--out", filepath.Join(dir, "r"), "--format", "LUT4 per-tensor + pcs",
+			"--method", "gptq", "--calib", calib, "--reconstruct", c.flag+"="+c.value)
+		if err == nil || !strings.Contains(o, c.want) {
+			t.Errorf("%s %s: %v\n%s", c.flag, c.value, err, o)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.work")); !os.IsNotExist(err) {
+		t.Errorf("a refused reconstruction left a work directory: %v", err)
+	}
 	o, err := run(t, "quantize", "--model", tiny, "--out", filepath.Join(dir, "q"), "--format", "LUT4 per-tensor + pcs", "--lowrank-rank", "32")
 	if err != nil || !strings.Contains(o, "low-rank correction: gdn matrices 537.6 KiB → 1.1 MiB (+103%)") {
 		t.Errorf("%v:\n%s", err, o)
