@@ -91,11 +91,14 @@ func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, r, r1 int) int
 // Lane permutations of the activation quantizer: evenOdd puts 16
 // columns in the order [the 8 even ones, the 8 odd ones]; swap4, swap2
 // and swap1 exchange lanes 4, 2 and 1 apart within each half of eight.
+// They stay plain arrays here and are loaded into registers inside
+// quantizeFast, after its feature check: a package-level vector would be
+// loaded at init with an AVX-512 instruction, and SIGILL on AVX2 hosts.
 var (
-	evenOdd = archsimd.LoadUint32x16(&[16]uint32{0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15})
-	swap4   = archsimd.LoadUint32x16(&[16]uint32{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11})
-	swap2   = archsimd.LoadUint32x16(&[16]uint32{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13})
-	swap1   = archsimd.LoadUint32x16(&[16]uint32{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14})
+	evenOddIdx = [16]uint32{0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15}
+	swap4Idx   = [16]uint32{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11}
+	swap2Idx   = [16]uint32{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13}
+	swap1Idx   = [16]uint32{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14}
 )
 
 // quantizeFast is quantizeRow's AVX-512 twin for rows of whole steps
@@ -109,6 +112,8 @@ func quantizeFast(q []int8, d []float32, x []float32) (k float32, ok bool) {
 	if !fastReady || len(x)%int8Step != 0 || len(q) != len(x) {
 		return 0, false
 	}
+	evenOdd, swap4 := archsimd.LoadUint32x16(&evenOddIdx), archsimd.LoadUint32x16(&swap4Idx)
+	swap2, swap1 := archsimd.LoadUint32x16(&swap2Idx), archsimd.LoadUint32x16(&swap1Idx)
 	abs := archsimd.BroadcastUint32x16(0x7fffffff)
 	c127, tiny := archsimd.BroadcastFloat32x16(127), archsimd.BroadcastFloat32x16(int8Tiny)
 	var ms [8][16]float32 // group maxima, broadcast over each half

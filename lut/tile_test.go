@@ -56,6 +56,9 @@ func tileRef(pp []tilePair, codes [][2][]byte, i8 bool, off, nb, rows int, x [2]
 // pairs with their own tables (so that a pair run with the previous
 // pair's tables fails) and 2-vector pairs (wa = wb).
 func TestTileKernels(t *testing.T) {
+	if !fastReady {
+		t.Skip("no AVX-512 on this CPU: these kernels never run here (Mul takes the portable ones)")
+	}
 	g := rand.New(rand.NewPCG(5, 6))
 	for _, i8 := range []bool{false, true} {
 		for _, rows := range []int{tileX, tileG} {
@@ -152,6 +155,9 @@ func TestTileKernels(t *testing.T) {
 
 // TestSumTile compares sumTile with a float64 sum of the lanes.
 func TestSumTile(t *testing.T) {
+	if !fastReady {
+		t.Skip("no AVX-512 on this CPU: these kernels never run here (Mul takes the portable ones)")
+	}
 	g := rand.New(rand.NewPCG(7, 8))
 	for range 20 {
 		var acc [2][tileG][16]float32
