@@ -71,6 +71,7 @@ type Int8Input struct {
 	k        []float32 // [rows] 128·Σ_G d_G·Σ_{j∈G} q_j, summed in group order in float32
 	x        *tensor.Matrix
 	xr       tensor.Matrix // x' when the matrix rotates its input
+	qs       []int32       // [rows][blocks][16] 128·Σ q over each scale group (the AVX2 kernels' correction), or empty
 	qi       []int8        // q's rows by chunks of eight, interleaved by step (int8rows.go), or empty
 	di       []float32     // d's likewise
 }
@@ -167,6 +168,13 @@ func (m *Matrix) QuantizeInput(q *Int8Input, x *tensor.Matrix) {
 	for t := range x.Rows {
 		q.k[t] = quantizeRow(q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb], x.Row(t))
 	}
+	q.qs = q.qs[:0]
+	if int8A2 && useFast {
+		q.qs = grow(q.qs, x.Rows*nb)
+		for t := range x.Rows {
+			laneSums(q.qs[t*nb:][:nb], q.q[t*steps*int8Step:][:steps*int8Step])
+		}
+	}
 	q.interleave(steps, nb)
 }
 
@@ -217,6 +225,22 @@ func quantizeRowGo(q []int8, d []float32, x []float32) float32 {
 		}
 	}
 	return k
+}
+
+// laneSums sets qs[16b + l] to 128·Σ q over scale group (b, l) of a row
+// of codes in phase layout: bytes 4l … 4l+3 of each step's low-nibble
+// half and of its high-nibble half.
+func laneSums(qs []int32, q []int8) {
+	clear(qs)
+	for s := range len(q) / int8Step {
+		b := s / int8Steps
+		for p, v := range q[s*int8Step:][:64] {
+			qs[16*b+p/4] += int32(v) + int32(q[s*int8Step+64+p])
+		}
+	}
+	for i := range qs {
+		qs[i] *= 128
+	}
 }
 
 // MulRowsInt8 sets the columns of dst [T, out] of outputs [lo, hi) to the
@@ -279,10 +303,14 @@ func (m *Matrix) int8Rows(y []float32, q *Int8Input, t, r0, r1 int) {
 	steps := (m.in + int8Step - 1) / int8Step
 	nb := 16 * ((m.in + int8Block - 1) / int8Block)
 	qx, dx := q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb]
+	var qs []int32
+	if len(q.qs) > 0 {
+		qs = q.qs[t*nb:][:nb]
+	}
 	n, d := m.in/2, m.f.Dim
 	for r := r0; r < r1; {
-		if int8Ready && useFast {
-			if r = m.int8Kernel(y, qx, dx, r, r1); r == r1 {
+		if (int8Ready || int8A2) && useFast {
+			if r = m.int8Kernel(y, qx, dx, qs, r, r1); r == r1 {
 				break
 			}
 		}

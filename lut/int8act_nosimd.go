@@ -6,9 +6,14 @@ import "forge/tensor"
 
 // Without GOEXPERIMENT=simd on amd64 the int8 activations run on the
 // portable twin (int8RowGo) alone.
-const int8Ready = false
+const (
+	int8Ready = false
+	int8A2    = false
+)
 
-func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, r, r1 int) int { return r }
+func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r, r1 int) int {
+	return r
+}
 
 func quantizeFast(q []int8, d []float32, x []float32) (float32, bool) { return 0, false }
 

@@ -13,6 +13,10 @@ import (
 // VNNI (VPDPBUSD) and VBMI (VPERMB) besides the fast kernels' AVX-512.
 var int8Ready = fastReady && archsimd.X86.AVX512VNNI() && archsimd.X86.AVX512VBMI()
 
+// int8A2: without those, the one-row kernels of int8_avx2_amd64.s run
+// where the CPU has AVX2 (their sums need the lane sums Int8Input.qs).
+var int8A2 = !int8Ready && archsimd.X86.AVX2()
+
 // lut4I8 and vec2I8 are the int8-activation kernels (int8_amd64.s): for
 // groups consecutive groups of eight outputs (eight scalar index rows, or
 // four 2-vector ones) from w (rows of 64·steps bytes, one codebook),
@@ -23,6 +27,17 @@ func lut4I8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *f
 
 //go:noescape
 func vec2I8(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, groups int, h *float32)
+
+// lut4I8A2 and vec2I8A2 are the AVX2 kernels (int8_avx2_amd64.s): for
+// rows consecutive index rows (scalar or 2-vector) from w, the same sums
+// as lut4I8 and vec2I8, one row after another; qs holds the input row's
+// lane sums 128·Σq per block (Int8Input.qs).
+//
+//go:noescape
+func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+
+//go:noescape
+func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 
 //go:noescape
 func lut4I8T(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, rows int, groups int, h *float32, hstride int)
@@ -63,22 +78,35 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 	return true
 }
 
-// int8Kernel runs the kernels from index row r on as many whole groups
-// of eight outputs as fit before r1 and the end of r's codebook group,
-// writing the unscaled sums to y, and returns the first row it left
-// (r itself when no whole group fits).
-func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, r, r1 int) int {
+// int8Kernel runs the kernels from index row r on as many outputs as
+// they take before r1 and the end of r's codebook group (whole groups of
+// eight outputs for the AVX-512 kernels, any number for the AVX2 ones),
+// writing the unscaled sums to y, and returns the first row it left (r
+// itself when none fits). qs is the input row's lane sums (AVX2 only).
+func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r, r1 int) int {
 	d := m.f.Dim
-	R := 8 / d
 	end := r1
 	if m.rowsG > 0 {
 		end = min(r1, (r/m.rowsG+1)*m.rowsG)
 	}
+	n := m.in / 2
+	if int8A2 {
+		if end <= r || len(qs) == 0 {
+			return r
+		}
+		w := unsafe.Pointer(&m.p.Index[r*n])
+		if d == 1 {
+			lut4I8A2(m.table8(r, 0), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], &qs[0], end-r, &y[r])
+		} else {
+			vec2I8A2((*[128]byte)(m.tab8[m.group8(r)*128:]), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], &qs[0], end-r, &y[r*2])
+		}
+		return end
+	}
+	R := 8 / d
 	groups := (end - r) / R
 	if groups == 0 {
 		return r
 	}
-	n := m.in / 2
 	w := unsafe.Pointer(&m.p.Index[r*n])
 	if d == 1 {
 		lut4I8(m.table8(r, 0), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], groups, &y[r])

@@ -38,9 +38,10 @@ func int8X(T, in int, seed uint64) *tensor.Matrix {
 // bits for every format, shape, range and row count, and a row's result
 // does not depend on the other rows or the range it was computed in.
 //
-// Without the kernels (int8Ready false: no GOEXPERIMENT=simd, or a CPU
-// without AVX-512 VNNI and VBMI) the twin is compared with itself, and the
-// range and row checks still run.
+// The kernels are the AVX-512 ones (int8_amd64.s) where the CPU has VNNI
+// and VBMI, the AVX2 ones (int8_avx2_amd64.s) where it has AVX2 only.
+// Without either (no GOEXPERIMENT=simd, or an older CPU) the twin is
+// compared with itself, and the range and row checks still run.
 func TestInt8KernelsMatchTwin(t *testing.T) {
 	for _, name := range int8Formats {
 		f := mustFormat(t, name)

@@ -224,6 +224,10 @@ func (j *mulJob) rows(lo, hi int) {
 // x, in tiles of tileT(in) rows of x.
 func (j *mulJob) indexRows(r0, r1 int) {
 	m := j.m
+	if !j.fast && useFast && j.x.Rows >= panelMinT {
+		m.mulPanels(j.dst, j.x, r0, r1)
+		return
+	}
 	tt := tileT(m.in)
 	for t0 := 0; t0 < j.x.Rows; t0 += tt {
 		t1 := min(t0+tt, j.x.Rows)

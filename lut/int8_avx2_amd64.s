@@ -1,0 +1,237 @@
+//go:build goexperiment.simd
+
+#include "textflag.h"
+
+// T = 1 kernels with int8 activations for CPUs with AVX2 but without
+// AVX-512 VNNI/VBMI (int8act.go gives the formula; int8_amd64.s are the
+// AVX-512 kernels, int8RowGo the portable twin whose bits both give).
+// A step is 64 bytes of an index row (128 4-bit codes) against 128 int8
+// values of x in phase layout; a 256-bit register takes half a step: 32
+// bytes of codes, lanes 8h … 8h+7 of the 16 int32 lanes (h the half).
+//
+// AVX2 has no unsigned-by-signed dot product without saturation, so the
+// kernels multiply signed values: VPSHUFB looks the codes up in the
+// codebook ℓ (the 16 bytes ℓ + 128 of the AVX-512 table, xor 0x80, in both
+// 128-bit halves), VPSIGNB gives x its weight's sign and VPABSB the weight
+// its magnitude, VPMADDUBSW multiplies |ℓ| (≤ 127) by ±q (|q| ≤ 127) and
+// adds adjacent pairs in int16 (≤ 32,258: no saturation), VPMADDWD adds
+// pairs of those into int32 lanes of four bytes each, as VPDPBUSD does.
+// That is Σ ℓ·q, exactly; the AVX-512 kernels' sums are Σ (ℓ + 128)·q,
+// so each block's lanes get 128·Σ q added from qs (made once per input,
+// Int8Input.qs) before the float32 steps, which then run in the portable
+// twin's order: f_l += float32(S_l)·d_(b,l) (a product and a sum, no FMA),
+// and at the end the sum16 tree. One row at a time; the next 4 KiB of
+// codes are prefetched into L2 as in int8_amd64.s.
+
+#define a2Ahead 4096
+
+// A2MASKS sets Y13 to bytes 0x0f, Y14 to int16 ones, and xors Y12 (the
+// table as loaded, ℓ + 128) into ℓ.
+#define A2MASKS \
+	MOVL $0x0f0f0f0f, BX; \
+	MOVQ BX, X13; \
+	VPBROADCASTD X13, Y13; \
+	MOVL $0x00010001, BX; \
+	MOVQ BX, X14; \
+	VPBROADCASTD X14, Y14; \
+	MOVL $0x80808080, BX; \
+	MOVQ BX, X15; \
+	VPBROADCASTD X15, Y15
+
+// A2CODES loads 32 bytes of codes at off(SI) and splits them into low
+// nibbles (Y4) and high nibbles (Y5), and the matching x: the low
+// nibbles' columns (Y6) and the high ones' (Y7).
+#define A2CODES(off, xoff) \
+	VMOVDQU off(SI), Y4; \
+	VPSRLW $4, Y4, Y5; \
+	VPAND Y13, Y4, Y4; \
+	VPAND Y13, Y5, Y5; \
+	VMOVDQU off(R14), Y6; \
+	VMOVDQU xoff(R14), Y7
+
+// A2DOT adds Σ ℓ·q of the codes Y4/Y5 and x Y6/Y7 with table tab into
+// the int32 lanes of acc (clobbers Y8–Y11).
+#define A2DOT(tab, acc) \
+	VPSHUFB Y4, tab, Y8; \
+	VPSHUFB Y5, tab, Y9; \
+	VPSIGNB Y8, Y6, Y10; \
+	VPSIGNB Y9, Y7, Y11; \
+	VPABSB Y8, Y8; \
+	VPABSB Y9, Y9; \
+	VPMADDUBSW Y10, Y8, Y8; \
+	VPMADDUBSW Y11, Y9, Y9; \
+	VPMADDWD Y14, Y8, Y8; \
+	VPMADDWD Y14, Y9, Y9; \
+	VPADDD Y8, acc, acc; \
+	VPADDD Y9, acc, acc
+
+// A2FOLD adds the block's int32 lanes acc plus 128·Σq (at qoff(R9)) times
+// the scales (at qoff(R13)) to the float32 lanes at foff(SP).
+#define A2FOLD(acc, qoff, foff) \
+	VPADDD qoff(R9), acc, acc; \
+	VCVTDQ2PS acc, acc; \
+	VMULPS qoff(R13), acc, acc; \
+	VADDPS foff(SP), acc, acc; \
+	VMOVUPS acc, foff(SP)
+
+// A2SUM16 sums the 16 float32 lanes at foff(SP) (lanes 0–7) and foff+32
+// in sum16's order (f_l + f_(l+8), then halves, then adjacent pairs) and
+// stores the result to (DX).
+#define A2SUM16(foff, foff8) \
+	VMOVUPS foff(SP), Y8; \
+	VADDPS foff8(SP), Y8, Y8; \
+	VEXTRACTF128 $1, Y8, X9; \
+	VADDPS X9, X8, X8; \
+	VPERMILPS $0xb1, X8, X9; \
+	VADDPS X9, X8, X8; \
+	VMOVHLPS X8, X8, X9; \
+	VADDSS X9, X8, X8; \
+	VMOVSS X8, (DX); \
+	ADDQ $4, DX
+
+// A2ARGS loads the kernels' other arguments (rows SI, steps CX, x DI,
+// scales R10, lane sums R11, rows R12, sums DX) and jumps to done when
+// there are no rows or no steps.
+#define A2ARGS(done) \
+	MOVQ w+8(FP), SI; \
+	MOVQ steps+16(FP), CX; \
+	MOVQ xq+24(FP), DI; \
+	MOVQ ds+32(FP), R10; \
+	MOVQ qs+40(FP), R11; \
+	MOVQ rows+48(FP), R12; \
+	MOVQ h+56(FP), DX; \
+	TESTQ R12, R12; \
+	JLE done; \
+	TESTQ CX, CX; \
+	JLE done
+
+// A2ROW starts a row: x, scales and lane sums from their starts, the
+// float32 lanes (nf bytes of the frame) zeroed.
+#define A2ROW \
+	MOVQ DI, R14; \
+	MOVQ R10, R13; \
+	MOVQ R11, R9; \
+	MOVQ CX, AX; \
+	VXORPS Y8, Y8, Y8; \
+	VMOVUPS Y8, 0(SP); \
+	VMOVUPS Y8, 32(SP); \
+	VMOVUPS Y8, 64(SP); \
+	VMOVUPS Y8, 96(SP)
+
+// SA2STEP adds one step of a scalar row to Y0/Y1 (lanes 0–7, 8–15).
+#define SA2STEP \
+	PREFETCHT1 a2Ahead(SI); \
+	A2CODES(0, 64); \
+	A2DOT(Y12, Y0); \
+	A2CODES(32, 96); \
+	A2DOT(Y12, Y1); \
+	ADDQ $64, SI; \
+	ADDQ $128, R14
+
+// func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+//
+// For rows consecutive index rows from w (each 64·steps bytes, one
+// table), h[k] = Σ d·S of row k (int8act.go's int8RowGo, bit for bit).
+TEXT ·lut4I8A2(SB), NOSPLIT, $128-64
+	A2MASKS
+	MOVQ tab+0(FP), AX
+	VMOVDQU (AX), Y12
+	VPXOR Y15, Y12, Y12
+	A2ARGS(sdone)
+
+srow:
+	A2ROW
+
+sblock:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	SA2STEP
+	DECQ AX
+	JZ sfold
+	SA2STEP
+	DECQ AX
+	JZ sfold
+	SA2STEP
+	DECQ AX
+	JZ sfold
+	SA2STEP
+	DECQ AX
+
+sfold:
+	A2FOLD(Y0, 0, 0)
+	A2FOLD(Y1, 32, 32)
+	ADDQ $64, R13
+	ADDQ $64, R9
+	TESTQ AX, AX
+	JNZ sblock
+	A2SUM16(0, 32)
+	DECQ R12
+	JNZ srow
+
+sdone:
+	VZEROUPPER
+	RET
+
+// VA2STEP adds one step of a 2-vector row: component 0 (table Y12) to
+// Y0/Y1, component 1 (table Y3) to Y2/Y15.
+#define VA2STEP \
+	PREFETCHT1 a2Ahead(SI); \
+	A2CODES(0, 64); \
+	A2DOT(Y12, Y0); \
+	A2DOT(Y3, Y2); \
+	A2CODES(32, 96); \
+	A2DOT(Y12, Y1); \
+	A2DOT(Y3, Y15); \
+	ADDQ $64, SI; \
+	ADDQ $128, R14
+
+// func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+//
+// lut4I8A2 for 2-vector 2x16 rows: h[2k+c] of index row k, component c
+// (tables tab[0:64] and tab[64:128]).
+TEXT ·vec2I8A2(SB), NOSPLIT, $128-64
+	A2MASKS
+	MOVQ tab+0(FP), AX
+	VMOVDQU (AX), Y12
+	VPXOR Y15, Y12, Y12
+	VMOVDQU 64(AX), Y3
+	VPXOR Y15, Y3, Y3
+	A2ARGS(wdone)
+
+wrow:
+	A2ROW
+
+wblock:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y15, Y15, Y15
+	VA2STEP
+	DECQ AX
+	JZ wfold
+	VA2STEP
+	DECQ AX
+	JZ wfold
+	VA2STEP
+	DECQ AX
+	JZ wfold
+	VA2STEP
+	DECQ AX
+
+wfold:
+	A2FOLD(Y0, 0, 0)
+	A2FOLD(Y1, 32, 32)
+	A2FOLD(Y2, 0, 64)
+	A2FOLD(Y15, 32, 96)
+	ADDQ $64, R13
+	ADDQ $64, R9
+	TESTQ AX, AX
+	JNZ wblock
+	A2SUM16(0, 32)
+	A2SUM16(64, 96)
+	DECQ R12
+	JNZ wrow
+
+wdone:
+	VZEROUPPER
+	RET
