@@ -70,7 +70,7 @@ func decay16(x f32x16) f32x16 {
 
 func swigluFast(g, up []float32) int {
 	if !vecReady {
-		return 0
+		return swiglu8(g, up)
 	}
 	i := 0
 	for ; i+16 <= len(g); i += 16 {
@@ -82,7 +82,7 @@ func swigluFast(g, up []float32) int {
 
 func siluFast(x []float32) int {
 	if !vecReady {
-		return 0
+		return silu8s(x)
 	}
 	i := 0
 	for ; i+16 <= len(x); i += 16 {
@@ -94,7 +94,7 @@ func siluFast(x []float32) int {
 
 func mulSiluFast(o, z []float32) int {
 	if !vecReady {
-		return 0
+		return mulSilu8(o, z)
 	}
 	i := 0
 	for ; i+16 <= len(o); i += 16 {
@@ -106,7 +106,7 @@ func mulSiluFast(o, z []float32) int {
 
 func mulSigmoidFast(o, g []float32) int {
 	if !vecReady {
-		return 0
+		return mulSigmoid8(o, g)
 	}
 	i := 0
 	for ; i+16 <= len(o); i += 16 {
@@ -118,7 +118,7 @@ func mulSigmoidFast(o, g []float32) int {
 
 func mulAddFast(y, a, b []float32) int {
 	if !vecReady {
-		return 0
+		return mulAdd8(y, a, b)
 	}
 	i := 0
 	for ; i+16 <= len(y); i += 16 {
@@ -130,7 +130,7 @@ func mulAddFast(y, a, b []float32) int {
 
 func axpyFast(y []float32, a float32, x []float32) int {
 	if !vecReady || len(y) < 16 {
-		return 0
+		return axpy8(y, a, x)
 	}
 	av, i := bc16(a), 0
 	for ; i+16 <= len(y); i += 16 {
@@ -142,7 +142,7 @@ func axpyFast(y []float32, a float32, x []float32) int {
 
 func addFast(y, a []float32) int {
 	if !vecReady {
-		return 0
+		return add8(y, a)
 	}
 	i := 0
 	for ; i+16 <= len(y); i += 16 {
@@ -159,7 +159,7 @@ func addFast(y, a []float32) int {
 func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool {
 	dk, dv := len(k), len(v)
 	if !vecReady || dv%16 != 0 {
-		return false
+		return deltaStep8(S, q, k, v, alpha, beta, o)
 	}
 	S = S[:dk*dv]
 	q = q[:dk]

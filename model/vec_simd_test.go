@@ -65,3 +65,43 @@ func TestLdF16(t *testing.T) {
 		}
 	}
 }
+
+// TestExp32x8 is TestExp32x16 for the AVX2 twin.
+func TestExp32x8(t *testing.T) {
+	if !vec2Ready {
+		t.Skip("the AVX2 kernels run only on CPUs with AVX2 and without AVX-512")
+	}
+	var x, got [8]float32
+	c := newExpK()
+	check := func() {
+		exp32x8(archsimd.LoadFloat32x8(&x), &c).Store(&got)
+		archsimd.ClearAVXUpperBits()
+		for i, v := range got {
+			if w := exp32(x[i]); !sameBits(v, w) {
+				t.Fatalf("exp32x8(%v) = %v (%#x), exp32 %v (%#x)", x[i], v, math.Float32bits(v), w, math.Float32bits(w))
+			}
+		}
+	}
+	step := uint64(1) << 10
+	if testing.Short() {
+		step = 1 << 14
+	}
+	for b, i := uint64(0), 0; b < 1<<32; b += step - 3 {
+		x[i] = math.Float32frombits(uint32(b))
+		if i++; i == 8 {
+			check()
+			i = 0
+		}
+	}
+	in := vecInputs(8, 9)
+	copy(x[:], in)
+	check()
+	// Around the ends of the direct scaling (k = −125 and 127) and the
+	// subnormal and overflow cut-offs.
+	for _, c := range []float32{-86.64, -87.33654, -88.0, -103.97, 87.9, 88.72, 88.72284} {
+		for i := range x {
+			x[i] = math.Nextafter32(c, 0) - float32(i)*1e-5
+		}
+		check()
+	}
+}

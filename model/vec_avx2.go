@@ -1,0 +1,215 @@
+//go:build goexperiment.simd && amd64
+
+package model
+
+import "simd/archsimd"
+
+// AVX2 twins of the elementwise loops and the recurrent delta rule step,
+// for CPUs without AVX-512 (vec_simd.go has the AVX-512 ones and says
+// what a twin must keep): eight lanes, the same float32 operations in the
+// same order, so the same bits as the scalar code. exp32x8 scales by 2ⁿ
+// as exp32 does, in one or two exact-then-rounding products, since AVX2
+// has no VSCALEFPS. Decode attention keeps the scalar code here.
+
+// vec2Ready: AVX2 (with AVX's VROUNDPS and the AVX2 integer lanes) on a
+// CPU where the AVX-512 kernels do not run.
+var vec2Ready = !vecReady && archsimd.X86.AVX2()
+
+type f32x8 = archsimd.Float32x8
+
+func ld8(s []float32) f32x8    { return archsimd.LoadFloat32x8((*[8]float32)(s[:8])) }
+func st8(s []float32, v f32x8) { v.Store((*[8]float32)(s[:8])) }
+func bc8(x float32) f32x8      { return archsimd.BroadcastFloat32x8(x) }
+
+// expK holds exp32x8's constants, made once per loop (a broadcast is
+// emulated on AVX2 and cost more than the arithmetic when made per call).
+type expK struct {
+	log2e, half, ln2hi, ln2lo, p7, p6, p5, p4, p3, one, hi, lo, inf, sign f32x8
+	m125, p125, p127, i1, i0, i127                                        archsimd.Int32x8
+}
+
+func newExpK() expK {
+	bi := archsimd.BroadcastInt32x8
+	return expK{
+		log2e: bc8(1.44269504088896341), half: bc8(0.5), ln2hi: bc8(0.693359375), ln2lo: bc8(-2.12194440e-4),
+		p7: bc8(1.0 / 5040), p6: bc8(1.0 / 720), p5: bc8(1.0 / 120), p4: bc8(1.0 / 24), p3: bc8(1.0 / 6),
+		one: bc8(1), hi: bc8(88.72284), lo: bc8(-103.97208), inf: bc8(inf32),
+		sign: archsimd.BroadcastUint32x8(1 << 31).AsFloat32x8(),
+		m125: bi(-125), p125: bi(125), p127: bi(127), i1: bi(1), i0: bi(0), i127: bi(127),
+	}
+}
+
+// exp32x8 is exp32 on 8 lanes: the same reduction, polynomial and special
+// cases, and the same scaling by 2ᵏ: p·2ᵏ for −125 ≤ k ≤ 127, (p·2^(k+125))·2⁻¹²⁵
+// below, (p·2)·2^(k−1) above, written as (p·2ᵃ)·2ᵇ with a + b = k.
+func exp32x8(x f32x8, c *expK) f32x8 {
+	n := x.Mul(c.log2e).Add(c.half).Floor()
+	r := x.Sub(n.Mul(c.ln2hi)).Sub(n.Mul(c.ln2lo))
+	p := r.Mul(c.p7).Add(c.p6)
+	p = r.Mul(p).Add(c.p5)
+	p = r.Mul(p).Add(c.p4)
+	p = r.Mul(p).Add(c.p3)
+	p = r.Mul(p).Add(c.half)
+	p = r.Mul(p).Add(c.one)
+	p = r.Mul(p).Add(c.one)
+	k := n.ConvertToInt32()
+	a := k.Add(c.p125).Merge(c.i0, k.Less(c.m125)) // Merge keeps x where the mask holds
+	a = c.i1.Merge(a, k.Greater(c.i127))
+	b := k.Sub(a)
+	f1 := a.Add(c.p127).ShiftAllLeft(23).AsFloat32x8()
+	f2 := b.Add(c.p127).ShiftAllLeft(23).AsFloat32x8()
+	e := p.Mul(f1).Mul(f2)
+	e = c.inf.Merge(e, x.Greater(c.hi))
+	e = f32x8{}.Merge(e, x.Less(c.lo))
+	return x.Merge(e, x.IsNaN())
+}
+
+// sigmoid8 is sigmoid16 on 8 lanes.
+func sigmoid8(x f32x8, c *expK) f32x8 {
+	neg := x.AsUint32x8().Or(c.sign.AsUint32x8()).AsFloat32x8() // −|x|
+	e := exp32x8(neg, c)
+	return c.one.Merge(e, x.GreaterEqual(f32x8{})).Div(c.one.Add(e))
+}
+
+func silu8(x f32x8, c *expK) f32x8 { return x.Mul(sigmoid8(x, c)) }
+
+func swiglu8(g, up []float32) int {
+	if !vec2Ready {
+		return 0
+	}
+	i, c := 0, newExpK()
+	for ; i+8 <= len(g); i += 8 {
+		st8(g[i:], silu8(ld8(g[i:]), &c).Mul(ld8(up[i:])))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func silu8s(x []float32) int {
+	if !vec2Ready {
+		return 0
+	}
+	i, c := 0, newExpK()
+	for ; i+8 <= len(x); i += 8 {
+		st8(x[i:], silu8(ld8(x[i:]), &c))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func mulSilu8(o, z []float32) int {
+	if !vec2Ready {
+		return 0
+	}
+	i, c := 0, newExpK()
+	for ; i+8 <= len(o); i += 8 {
+		st8(o[i:], ld8(o[i:]).Mul(silu8(ld8(z[i:]), &c)))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func mulSigmoid8(o, g []float32) int {
+	if !vec2Ready {
+		return 0
+	}
+	i, c := 0, newExpK()
+	for ; i+8 <= len(o); i += 8 {
+		st8(o[i:], ld8(o[i:]).Mul(sigmoid8(ld8(g[i:]), &c)))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func mulAdd8(y, a, b []float32) int {
+	if !vec2Ready {
+		return 0
+	}
+	i := 0
+	for ; i+8 <= len(y); i += 8 {
+		st8(y[i:], ld8(y[i:]).Add(ld8(a[i:]).Mul(ld8(b[i:]))))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func axpy8(y []float32, a float32, x []float32) int {
+	if !vec2Ready || len(y) < 8 {
+		return 0
+	}
+	av, i := bc8(a), 0
+	for ; i+8 <= len(y); i += 8 {
+		st8(y[i:], ld8(y[i:]).Add(ld8(x[i:]).Mul(av)))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func add8(y, a []float32) int {
+	if !vec2Ready {
+		return 0
+	}
+	i := 0
+	for ; i+8 <= len(y); i += 8 {
+		st8(y[i:], ld8(y[i:]).Add(ld8(a[i:])))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+// deltaStep8 is deltaStepFast on 8 columns a vector, 16 a pass: every
+// column's sums run over the key rows in deltaStep's order. It needs dv
+// a multiple of 8 and reports whether it ran.
+func deltaStep8(S, q, k, v []float32, alpha, beta float32, o []float32) bool {
+	dk, dv := len(k), len(v)
+	if !vec2Ready || dv%8 != 0 {
+		return false
+	}
+	S = S[:dk*dv]
+	q = q[:dk]
+	a, b := bc8(alpha), bc8(beta)
+	c := 0
+	for ; c+16 <= dv; c += 16 {
+		var w0, w1 f32x8
+		for i, ki := range k {
+			row := S[i*dv+c:][:16]
+			r0, r1 := ld8(row).Mul(a), ld8(row[8:]).Mul(a)
+			st8(row, r0)
+			st8(row[8:], r1)
+			kb := bc8(ki)
+			w0, w1 = w0.Add(kb.Mul(r0)), w1.Add(kb.Mul(r1))
+		}
+		u0, u1 := b.Mul(ld8(v[c:]).Sub(w0)), b.Mul(ld8(v[c+8:]).Sub(w1))
+		var o0, o1 f32x8
+		for i, ki := range k {
+			row := S[i*dv+c:][:16]
+			kb, qb := bc8(ki), bc8(q[i])
+			r0, r1 := ld8(row).Add(kb.Mul(u0)), ld8(row[8:]).Add(kb.Mul(u1))
+			st8(row, r0)
+			st8(row[8:], r1)
+			o0, o1 = o0.Add(qb.Mul(r0)), o1.Add(qb.Mul(r1))
+		}
+		st8(o[c:], o0)
+		st8(o[c+8:], o1)
+	}
+	for ; c < dv; c += 8 {
+		var w f32x8
+		for i, ki := range k {
+			row := S[i*dv+c:]
+			r := ld8(row).Mul(a)
+			st8(row, r)
+			w = w.Add(bc8(ki).Mul(r))
+		}
+		u := b.Mul(ld8(v[c:]).Sub(w))
+		var oc f32x8
+		for i, ki := range k {
+			row := S[i*dv+c:]
+			r := ld8(row).Add(bc8(ki).Mul(u))
+			st8(row, r)
+			oc = oc.Add(bc8(q[i]).Mul(r))
+		}
+		st8(o[c:], oc)
+	}
+	archsimd.ClearAVXUpperBits()
+	return true
+}
