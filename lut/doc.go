@@ -35,6 +35,8 @@
 //	reduce_amd64.h    the transposing eight-row lane reduction the T = 1 kernels share
 //	int8act.go        int8 activations: Int8Input, QuantizeInput, MulRowsInt8, MulInt8, the portable twin
 //	int8act_simd.go, int8_amd64.s   their AVX-512 VNNI/VBMI quantizer and kernels (4-bit LUTs, 2x16)
+//	int8_avx2_amd64.s, quantize_avx2.go   their AVX2 kernels and quantizer, for CPUs without AVX-512
+//	panel.go          products of several rows where no fast kernel runs: widened panels through the dense GEMM
 //
 // # Stored arrays (Parts)
 //
@@ -106,8 +108,11 @@
 // an L1 buffer and use a 4×2 dot kernel. Either way the weights are read
 // once per call.
 // 3-, 6- and 8-bit LUTs, other vector lengths and unaligned rows use the
-// portable kernel. Both paths are tested against the reference twin in
-// every build.
+// portable kernel at T < 4; at T ≥ 4 every matrix without a fast kernel
+// (every matrix on a CPU without AVX-512) is widened panel by panel into
+// float32, Dequantize's values, and multiplied by the dense kernels of
+// package tensor (panel.go), so the lookups are paid once for all rows.
+// Both paths are tested against the reference twin in every build.
 //
 // Int8 activations (int8act.go, decode's fast path): MulRowsInt8 takes
 // x' quantized to int8 in groups of 32 columns (Int8Input, made once per
@@ -115,6 +120,10 @@
 // sums exact integer products (VPERMB looks 64 codes up at once, VPDPBUSD
 // multiplies and adds them four to a lane) with float32 scaling in a fixed
 // order, so the AVX-512 kernels and the portable twin give the same bits.
+// On CPUs with AVX2 but not AVX-512 the one-row kernels of
+// int8_avx2_amd64.s give those bits too: VPSHUFB lookups, signed byte
+// products (VPSIGNB, VPMADDUBSW, VPMADDWD) and a per-input correction of
+// 128·Σq per scale group for the AVX-512 kernels' biased table.
 // The cost against Mul is bounded in the tests and measured on models by
 // forge eval --act int8.
 package lut

@@ -137,7 +137,10 @@ var (
 // and the upper register state is cleared, since scalar float code after
 // 512-bit code runs several times slower on this host otherwise.
 func quantizeFast(q []int8, d []float32, x []float32) (k float32, ok bool) {
-	if !fastReady || len(x)%int8Step != 0 || len(q) != len(x) {
+	if !fastReady {
+		return quantize8(q, d, x)
+	}
+	if len(x)%int8Step != 0 || len(q) != len(x) {
 		return 0, false
 	}
 	evenOdd, swap4 := archsimd.LoadUint32x16(&evenOddIdx), archsimd.LoadUint32x16(&swap4Idx)

@@ -20,7 +20,9 @@
 // AVX-512 CPU the elementwise activations, the conv, the recurrent delta
 // rule step and decode attention run vector kernels (vec_simd.go) that
 // make the scalar code's operations in its order, so results are the same
-// bits in every build, except the dot products q·k of decode attention.
+// bits in every build, except the dot products q·k of decode attention;
+// on a CPU with AVX2 only, the elementwise activations and the delta rule
+// step have AVX2 twins of the same kind (vec_avx2.go).
 //
 // A State's Act (act.go) chooses how its steps multiply activations by
 // 4-bit LUT weights: float32 (ActFloat32, the default), or quantized to
