@@ -12,17 +12,38 @@ import (
 
 // TestExp32x16 checks that the vector exp32 gives exp32's bits for every
 // float32 at a stride over the whole range (both signs, NaNs and
-// infinities included) and for the special inputs of vecInputs.
+// infinities included), for the special inputs of vecInputs, and around
+// the ends of the direct 2ᵏ scaling and the cut-offs (checkExpLanes).
 func TestExp32x16(t *testing.T) {
 	if !vecReady {
 		t.Skip("no AVX-512: the vector kernels do not run")
 	}
 	var x, got [16]float32
+	checkExpLanes(t, "exp32x16", x[:], got[:], func() { exp32x16(archsimd.LoadFloat32x16(&x)).Store(&got) })
+}
+
+// TestExp32x8 is TestExp32x16 for the AVX2 twin.
+func TestExp32x8(t *testing.T) {
+	if !vec2Ready {
+		t.Skip("the AVX2 kernels run only on CPUs with AVX2 and without AVX-512")
+	}
+	var x, got [8]float32
+	c := newExpK()
+	checkExpLanes(t, "exp32x8", x[:], got[:], func() {
+		exp32x8(archsimd.LoadFloat32x8(&x), &c).Store(&got)
+		archsimd.ClearAVXUpperBits()
+	})
+}
+
+// checkExpLanes fills x with batches of inputs, calls run (got = the
+// vector exp of x) and compares every lane with exp32, bit for bit.
+func checkExpLanes(t *testing.T, name string, x, got []float32, run func()) {
+	t.Helper()
 	check := func() {
-		exp32x16(archsimd.LoadFloat32x16(&x)).Store(&got)
+		run()
 		for i, v := range got {
 			if w := exp32(x[i]); !sameBits(v, w) {
-				t.Fatalf("exp32x16(%v) = %v (%#x), exp32 %v (%#x)", x[i], v, math.Float32bits(v), w, math.Float32bits(w))
+				t.Fatalf("%s(%v) = %v (%#x), exp32 %v (%#x)", name, x[i], v, math.Float32bits(v), w, math.Float32bits(w))
 			}
 		}
 	}
@@ -32,14 +53,21 @@ func TestExp32x16(t *testing.T) {
 	}
 	for b, i := uint64(0), 0; b < 1<<32; b += step - 3 {
 		x[i] = math.Float32frombits(uint32(b))
-		if i++; i == 16 {
+		if i++; i == len(x) {
 			check()
 			i = 0
 		}
 	}
-	in := vecInputs(16, 9)
-	copy(x[:], in)
+	copy(x, vecInputs(len(x), 9))
 	check()
+	// Around the ends of the direct scaling (k = −125 and 127) and the
+	// subnormal and overflow cut-offs.
+	for _, c := range []float32{-86.64, -87.33654, -88.0, -103.97, 87.9, 88.72, 88.72284} {
+		for i := range x {
+			x[i] = math.Nextafter32(c, 0) - float32(i)*1e-5
+		}
+		check()
+	}
 }
 
 // TestLdF16 checks the vector fp16 widening against tensor.F16ToF32 on
@@ -63,45 +91,5 @@ func TestLdF16(t *testing.T) {
 				t.Fatalf("ldF16(%#04x) = %v, F16ToF32 %v", h[i], v, w)
 			}
 		}
-	}
-}
-
-// TestExp32x8 is TestExp32x16 for the AVX2 twin.
-func TestExp32x8(t *testing.T) {
-	if !vec2Ready {
-		t.Skip("the AVX2 kernels run only on CPUs with AVX2 and without AVX-512")
-	}
-	var x, got [8]float32
-	c := newExpK()
-	check := func() {
-		exp32x8(archsimd.LoadFloat32x8(&x), &c).Store(&got)
-		archsimd.ClearAVXUpperBits()
-		for i, v := range got {
-			if w := exp32(x[i]); !sameBits(v, w) {
-				t.Fatalf("exp32x8(%v) = %v (%#x), exp32 %v (%#x)", x[i], v, math.Float32bits(v), w, math.Float32bits(w))
-			}
-		}
-	}
-	step := uint64(1) << 10
-	if testing.Short() {
-		step = 1 << 14
-	}
-	for b, i := uint64(0), 0; b < 1<<32; b += step - 3 {
-		x[i] = math.Float32frombits(uint32(b))
-		if i++; i == 8 {
-			check()
-			i = 0
-		}
-	}
-	in := vecInputs(8, 9)
-	copy(x[:], in)
-	check()
-	// Around the ends of the direct scaling (k = −125 and 127) and the
-	// subnormal and overflow cut-offs.
-	for _, c := range []float32{-86.64, -87.33654, -88.0, -103.97, 87.9, 88.72, 88.72284} {
-		for i := range x {
-			x[i] = math.Nextafter32(c, 0) - float32(i)*1e-5
-		}
-		check()
 	}
 }
