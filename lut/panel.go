@@ -48,7 +48,13 @@ func (m *Matrix) mulPanels(dst, x *tensor.Matrix, r0, r1 int) {
 	defer panels.Put(p)
 	d, pr := m.f.Dim, panelRows(m.in)
 	if out := pr * d; p.out != out || p.in != m.in {
-		p.w = make([]float32, out*m.in)
+		// A panel holds about panelFloats·d floats whatever the shape
+		// (more only for rows wider than panelFloats/rowBlock), so a
+		// change of shape mostly reuses the buffer.
+		if cap(p.w) < out*m.in {
+			p.w = make([]float32, out*m.in)
+		}
+		p.w = p.w[:out*m.in]
 		p.out, p.in = out, m.in
 		p.dense = tensor.DenseF32(out, m.in, p.w)
 	}
