@@ -95,6 +95,12 @@ func sameRotation(a, b Rotation) bool {
 	return ok1 && ok2 && ha == hb
 }
 
+// Int8Kernels reports whether this build and CPU multiply by int8
+// activations with fast kernels (AVX-512 VNNI/VBMI or AVX2). Without them
+// MulRowsInt8 runs the portable twin, which is slower than the portable
+// float32 kernels: callers choosing a default precision check this.
+func Int8Kernels() bool { return int8Ready || int8A2 }
+
 // Int8Activations reports whether m has int8-activation kernels: 4-bit
 // scalar LUTs and 4-bit 2-vector LUTs (2x16) with in a multiple of 128.
 // Other matrices' MulRowsInt8 is MulRows.

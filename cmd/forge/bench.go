@@ -19,7 +19,7 @@ type BenchCmd struct {
 	Gen          int    `default:"${bench_gen}" help:"Decode test length (tgN)."`
 	Repeat       int    `default:"${bench_repeat}" help:"Timed repetitions of each test (after one warm-up)."`
 	KV           string `name:"kv" default:"f32" enum:"f32,int8" help:"KV cache: f32 or int8."`
-	Act          string `name:"act" default:"int8" enum:"f32,int8" help:"Activations times 4-bit LUT weights: int8 (decode steps quantize them in groups of 32, as llama.cpp does; forge eval --act int8 measures the cost) or f32 (exact)."`
+	Act          string `name:"act" default:"auto" enum:"auto,f32,int8" help:"Activations times 4-bit LUT weights: int8 (decode steps quantize them in groups of 32, as llama.cpp does; forge eval --act int8 measures the cost), f32 (exact), or auto: int8 where this CPU has int8 kernels (AVX-512 VNNI or AVX2 with GOEXPERIMENT=simd), f32 elsewhere."`
 	JSON         bool   `name:"json" help:"Print JSON."`
 }
 

@@ -40,7 +40,7 @@ type reportFlags struct {
 	Markdown  string `placeholder:"OUT.md" help:"Also write the report as a Markdown table."`
 	Overwrite bool   `help:"Replace existing report files that forge wrote."`
 	KV        string `name:"kv" default:"f32" enum:"f32,int8" help:"The candidate's KV cache: f32, or int8 (keys fp16, values int8 with a scale per token and head) to measure what it costs."`
-	Act       string `name:"act" default:"f32" enum:"f32,int8" help:"The candidate's activations: f32, or int8 (every row with the int8 activations decode uses by default) to measure what they cost."`
+	Act       string `name:"act" default:"f32" enum:"f32,int8" help:"The candidate's activations: f32, or int8 (every row with the int8 activations decode uses where the CPU has int8 kernels) to measure what they cost."`
 }
 
 // EvalCmd is `forge eval --trace T --model M`.

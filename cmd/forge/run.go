@@ -37,7 +37,7 @@ type GenFlags struct {
 	ThinkBudget string   `name:"think-budget" default:"auto" placeholder:"N|auto|off" help:"With --think: close the thinking after N tokens (auto: min(${think_budget}, max(max-tokens − 4096, max-tokens/2)))."`
 	LoopGuard   int      `name:"loop-guard" default:"${loop_reps}" help:"End a reply whose last tokens repeat this many times with a period of 4–256 tokens (0: off)."`
 	KV          string   `name:"kv" default:"f32" enum:"f32,int8" help:"KV cache: f32, or int8 (keys fp16, values int8 with a scale per token and head; forge eval --kv int8 measures its cost)."`
-	Act         string   `name:"act" default:"int8" enum:"f32,int8" help:"Activations times 4-bit LUT weights: int8 (decode steps quantize them in groups of 32, as llama.cpp does; forge eval --act int8 measures the cost) or f32 (exact)."`
+	Act         string   `name:"act" default:"auto" enum:"auto,f32,int8" help:"Activations times 4-bit LUT weights: int8 (decode steps quantize them in groups of 32, as llama.cpp does; forge eval --act int8 measures the cost), f32 (exact), or auto: int8 where this CPU has int8 kernels (AVX-512 VNNI or AVX2 with GOEXPERIMENT=simd), f32 elsewhere."`
 	Draft       string   `placeholder:"DIR" type:"existingdir" help:"A small model with the same tokenizer (checkpoint or bundle) that drafts tokens for speculative decoding: the same replies (greedy: token for token; sampled: the same distribution), fewer target steps."`
 	DraftK      int      `name:"draft-k" placeholder:"K" help:"With --draft: the most tokens drafted per target call, 1–16 (default ${draft_k}); the length adapts to the acceptance rate."`
 	DraftFixed  bool     `name:"draft-fixed" help:"With --draft: draft K tokens every round, whatever they cost (measurements)."`

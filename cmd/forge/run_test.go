@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"forge/lut"
 )
 
 // runReport is the part of `forge run --json` the tests read.
@@ -325,14 +327,19 @@ func TestActInt8(t *testing.T) {
 	if out, err := run(t, "quantize", "--model", tiny, "--out", b, "--format", "LUT4 per-tensor + pcs"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	for _, act := range []string{"", "f32", "int8"} {
+	auto := "f32" // the default, auto: int8 only where the CPU has int8 kernels
+	if lut.Int8Kernels() {
+		auto = "int8"
+	}
+	for _, act := range []string{"", "auto", "f32", "int8"} {
 		args := []string{"run", "--model", b, "--json", "--temperature", "0", "--max-tokens", "8", "def f():"}
 		bargs := []string{"bench", "--model", b, "--prompt-tokens", "8", "--gen", "8", "--repeat", "1", "--json"}
 		want := act
 		if act != "" {
 			args, bargs = append(args, "--act", act), append(bargs, "--act", act)
-		} else {
-			want = "int8"
+		}
+		if act == "" || act == "auto" {
+			want = auto
 		}
 		stdout, stderr, ok := runIn(t, "", args...)
 		var r struct {

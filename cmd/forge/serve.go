@@ -25,7 +25,7 @@ type ServeCmd struct {
 	MaxTokens int      `name:"max-tokens" default:"${max_tokens}" help:"Default max_tokens of a reply (capped by the context)."`
 	Think     bool     `negatable:"" help:"Think first when a request does not set chat_template_kwargs.enable_thinking."`
 	KV        string   `name:"kv" default:"f32" enum:"f32,int8" help:"KV cache: f32 or int8."`
-	Act       string   `name:"act" default:"int8" enum:"f32,int8" help:"Activations times 4-bit LUT weights: int8 or f32 (exact)."`
+	Act       string   `name:"act" default:"auto" enum:"auto,f32,int8" help:"Activations times 4-bit LUT weights: int8, f32 (exact), or auto: int8 where this CPU has int8 kernels, f32 elsewhere."`
 	MaxBody   int64    `name:"max-body" default:"4194304" help:"Largest request body in bytes (larger: 413)."`
 	MaxPrompt int      `name:"max-prompt-tokens" default:"0" help:"Longest prompt in tokens (0: the model's context; longer: 400)."`
 	CacheMB   int      `name:"cache-mb" default:"1024" help:"Prompt cache budget in MiB: model-state snapshots any slot can resume from, least recently used evicted first (0: off, each slot reuses only its own last prompt)."`
