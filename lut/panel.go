@@ -15,7 +15,8 @@ import (
 // The table lookups then cost once per weight for all T rows, where the
 // portable kernel (mulGo) pays them once per weight and row. The panel is
 // Dequantize's rows exactly; only the summation order differs from mulGo
-// (TestMulPanel bounds the difference as the other kernels' is).
+// (the Mul tests bound the difference against the reference twin as for
+// the other kernels).
 
 // panelMinT is the fewest rows of x that take the panel path: below it
 // the portable kernel's single pass costs about as much as the widening.

@@ -1,0 +1,23 @@
+//go:build goexperiment.simd && amd64
+
+package model
+
+import (
+	"simd/archsimd"
+	"testing"
+)
+
+// TestAVX2Twins runs the vector twins' tests with the AVX2 kernels
+// forced (the AVX-512 ones switched off), so that a CPU with AVX-512,
+// where they would never run, tests them too.
+func TestAVX2Twins(t *testing.T) {
+	if !archsimd.X86.AVX2() {
+		t.Skip("no AVX2 on this CPU")
+	}
+	v, v2 := vecReady, vec2Ready
+	vecReady, vec2Ready = false, true
+	defer func() { vecReady, vec2Ready = v, v2 }()
+	t.Run("Exp32x8", TestExp32x8)
+	t.Run("Elementwise", TestVecElementwise)
+	t.Run("DeltaStep", TestDeltaStepTwins)
+}
