@@ -42,11 +42,11 @@ func manifestBytes(t *testing.T, dir string) string {
 	return strings.ReplaceAll(string(b), dir, "")
 }
 
-// TestGPTQBeatsRTN: on forge-tiny, GPTQ's held-out output-space SNR (on
+// TestQuantizeGPTQBeatsRTN: on forge-tiny, GPTQ's held-out output-space SNR (on
 // rows the Hessians never saw) beats nearest rounding with the same
 // codebooks for LUT4 and vector 2x16, in total and for most matrices. The
 // margins asserted are well under the ones measured (printed with -v).
-func TestGPTQBeatsRTN(t *testing.T) {
+func TestQuantizeGPTQBeatsRTN(t *testing.T) {
 	for _, format := range []string{"LUT4 per-tensor + pcs", "vector 2x16 + pcs"} {
 		out := filepath.Join(t.TempDir(), "b")
 		if err := forge.Quantize(context.Background(), tinyCalib(forge.QuantizeConfig{
@@ -110,10 +110,10 @@ func checkRefit(t *testing.T, man *bundle.Manifest) {
 	}
 }
 
-// TestGPTQReproducibleAndResumable: the same settings give byte-identical
+// TestQuantizeGPTQReproducibleAndResumable: the same settings give byte-identical
 // bundles; a run interrupted after three layers and resumed gives the same
 // bundle as an uninterrupted one; a resume with other settings is refused.
-func TestGPTQReproducibleAndResumable(t *testing.T) {
+func TestQuantizeGPTQReproducibleAndResumable(t *testing.T) {
 	dir := t.TempDir()
 	base := tinyCalib(forge.QuantizeConfig{Format: "LUT4 per-tensor + pcs", Method: "gptq", AW: true, Hadamard: true,
 		LowRankRank: 4, Seed: 5})
