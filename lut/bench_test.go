@@ -180,6 +180,18 @@ func BenchmarkLUTMulCache(b *testing.B) {
 				b.ReportMetric(float64(m.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 			})
 		}
+		// The peer of every T = 1 kernel: the portable one.
+		b.Run(fmt.Sprintf("%s/T=1/portable", benchName(f)), func(b *testing.B) {
+			saved := useFast
+			useFast = false
+			defer func() { useFast = saved }()
+			x, dst := randomX(1, in, 2), tensor.New(1, out)
+			b.SetBytes(m.Bytes())
+			for b.Loop() {
+				m.Mul(dst, x)
+			}
+			b.ReportMetric(float64(m.Bytes())*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
 		if !m.Int8Activations() {
 			continue
 		}

@@ -29,6 +29,7 @@
 //	mul.go        Mul: rotation, worker-pool split, low-rank term; MulRows: a range of outputs, no pool
 //	kernel_go.go  the portable kernels (every format and alignment)
 //	kernel_simd.go, kernel_avx512.go   AVX-512 kernels (GOEXPERIMENT=simd, amd64)
+//	kernel_avx2.go    AVX2 kernels of 4-bit LUTs and 2x16 for T ≤ 8, for CPUs without AVX-512
 //	prefetch_amd64.s  PREFETCHT0 of a range of lines, for the T = 1 LUT kernels
 //	rows_amd64.s      the T = 1 kernels of 4-bit LUTs and 2-vector 2x16, in assembly
 //	tile_amd64.s      the T > 1 kernels of 4-bit LUTs and INT8, in assembly
@@ -107,12 +108,16 @@
 // 2-bit LUTs and leftover x rows decode eight rows a chunk at a time into
 // an L1 buffer and use a 4×2 dot kernel. Either way the weights are read
 // once per call.
-// 3-, 6- and 8-bit LUTs, other vector lengths and unaligned rows use the
-// portable kernel at T < 4; at T ≥ 4 every matrix without a fast kernel
-// (every matrix on a CPU without AVX-512) is widened panel by panel into
+// On a CPU with AVX2 and FMA but not AVX-512, 4-bit scalar LUTs and 2x16
+// run kernel_avx2.go at T ≤ 8: 32 codes a block, looked up with two
+// 8-lane permutes of the codebook's halves and a blend, times x in the
+// phase layout, with FMA, one pass over the weights per row of x. 3-, 6-
+// and 8-bit LUTs, other vector lengths and unaligned rows use the
+// portable kernel at T < 4; at larger T every matrix without an AVX-512
+// or AVX2 kernel is widened panel by panel into
 // float32, Dequantize's values, and multiplied by the dense kernels of
 // package tensor (panel.go), so the lookups are paid once for all rows.
-// Both paths are tested against the reference twin in every build.
+// Every path is tested against the reference twin in every build.
 //
 // Int8 activations (int8act.go, decode's fast path): MulRowsInt8 takes
 // x' quantized to int8 in groups of 32 columns (Int8Input, made once per

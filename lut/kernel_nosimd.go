@@ -14,3 +14,7 @@ type fastX struct{}
 func (j *mulJob) prepare() {}
 
 func (j *mulJob) fastRows(r0, r1, t0, t1 int) { panic("lut: no fast kernels in this build") }
+
+func (j *mulJob) a2Prepare() bool { return false }
+
+func (j *mulJob) a2Rows(r0, r1 int) { panic("lut: no AVX2 kernels in this build") }

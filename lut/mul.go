@@ -131,10 +131,7 @@ func (m *Matrix) mulRowsRotated(j *mulJob, dst, x *tensor.Matrix, lo, hi int) {
 		m.dense.MulRows(dst, x, lo, hi)
 	} else {
 		j.m, j.dst, j.x = m, dst, x
-		j.fast = fastReady && useFast && m.fam != famGo
-		if j.fast {
-			j.prepare()
-		}
+		j.setKernels()
 		j.indexRows(lo/d, hi/d)
 		j.m, j.dst, j.x = nil, nil, nil
 	}
@@ -171,10 +168,7 @@ func (m *Matrix) rotate(j *mulJob, x *tensor.Matrix) *tensor.Matrix {
 // mulIndexed runs the kernels over the index rows on the worker pool.
 func (m *Matrix) mulIndexed(j *mulJob, dst, x *tensor.Matrix) {
 	j.m, j.dst, j.x = m, dst, x
-	j.fast = fastReady && useFast && m.fam != famGo
-	if j.fast {
-		j.prepare()
-	}
+	j.setKernels()
 	rows := m.f.IndexRows(m.out)
 	blocks := (rows + rowBlock - 1) / rowBlock
 	// At least ~64 Ki codes per chunk, so that small matrices are not
@@ -182,6 +176,20 @@ func (m *Matrix) mulIndexed(j *mulJob, dst, x *tensor.Matrix) {
 	grain := max(1, (1<<16)/(rowBlock*m.in))
 	tensor.ParallelGrain(blocks, grain, j.run)
 	j.m, j.dst, j.x = nil, nil, nil
+}
+
+// setKernels picks the kernels of the job's matrix and x (j.m, j.x) and
+// lays x out for them: the AVX-512 ones (j.fast), else the AVX2 float
+// ones for T ≤ a2MaxT (j.a2), else the panels (T ≥ panelMinT) or the
+// portable kernel.
+func (j *mulJob) setKernels() {
+	j.fast = fastReady && useFast && j.m.fam != famGo
+	j.a2 = false
+	if j.fast {
+		j.prepare()
+	} else {
+		j.a2 = j.a2Prepare()
+	}
 }
 
 // rowBlock is the number of index rows the pool splits on multiples of.
@@ -200,7 +208,8 @@ func tileT(in int) int { return min(64, max(4, tileBytes/(4*in))&^3) }
 type mulJob struct {
 	m      *Matrix
 	dst, x *tensor.Matrix
-	fast   bool
+	fast   bool // the AVX-512 kernels run the job
+	a2     bool // the AVX2 float kernels run the job (kernel_avx2.go)
 	//lint:ignore U1000 empty without GOEXPERIMENT=simd; the simd build's kernels use it
 	fastX // x in the fast kernels' layouts
 	run   func(lo, hi int)
@@ -224,6 +233,10 @@ func (j *mulJob) rows(lo, hi int) {
 // x, in tiles of tileT(in) rows of x.
 func (j *mulJob) indexRows(r0, r1 int) {
 	m := j.m
+	if j.a2 {
+		j.a2Rows(r0, r1)
+		return
+	}
 	if !j.fast && useFast && j.x.Rows >= panelMinT {
 		m.mulPanels(j.dst, j.x, r0, r1)
 		return

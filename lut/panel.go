@@ -63,12 +63,19 @@ func (m *Matrix) mulPanels(dst, x *tensor.Matrix, r0, r1 int) {
 	if cap(p.codes) < m.in {
 		p.codes = make([]uint8, m.in)
 	}
-	for r := r0; r < r1; r += pr {
-		n := min(pr, r1-r)
+	// Panels start and end on multiples of rowBlock index rows (or the
+	// last row), whatever r0 and r1, so that every output row takes the
+	// same place in the dense kernels' row groups in any split of the
+	// rows (MulRows over any ranges gives Mul's bits); the rows widened
+	// outside [r0, r1) are computed and dropped.
+	ra, rb := r0/rowBlock*rowBlock, min(m.f.IndexRows(m.out), (r1+rowBlock-1)/rowBlock*rowBlock)
+	for r := ra; r < rb; r += pr {
+		n := min(pr, rb-r)
 		m.widen(p.w, p.codes[:m.in], r, n)
 		p.dense.MulRows(&p.y, x, 0, n*d)
+		lo, hi := max(r, r0), min(r+n, r1)
 		for t := range x.Rows {
-			copy(dst.Row(t)[r*d:(r+n)*d], p.y.Row(t)[:n*d])
+			copy(dst.Row(t)[lo*d:hi*d], p.y.Row(t)[(lo-r)*d:(hi-r)*d])
 		}
 	}
 }

@@ -21,8 +21,9 @@
 // rule step and decode attention run vector kernels (vec_simd.go) that
 // make the scalar code's operations in its order, so results are the same
 // bits in every build, except the dot products q·k of decode attention;
-// on a CPU with AVX2 only, the elementwise activations and the delta rule
-// step have AVX2 twins of the same kind (vec_avx2.go).
+// on a CPU with AVX2 only, the elementwise activations, the delta rule
+// step and decode attention with the f32 cache have AVX2 twins of the
+// same kind (vec_avx2.go, attention_avx2.go).
 //
 // A State's Act (act.go) chooses how its steps multiply activations by
 // 4-bit LUT weights: float32 (ActFloat32, the default), or quantized to
@@ -56,5 +57,6 @@
 // stage.go (a decode step's products on the pool, stepMode), act.go (Act:
 // int8 activations), kvcache.go (KV: the int8 KV cache), vec.go,
 // vec_simd.go and vec_go.go (row loops and their AVX-512 kernels),
+// vec_avx2.go and attention_avx2.go (their AVX2 twins),
 // numerics.go (Numerics: an emulated device's arithmetic).
 package model

@@ -9,7 +9,7 @@ import "simd/archsimd"
 // what a twin must keep): eight lanes, the same float32 operations in the
 // same order, so the same bits as the scalar code. exp32x8 scales by 2ⁿ
 // as exp32 does, in one or two exact-then-rounding products, since AVX2
-// has no VSCALEFPS. Decode attention keeps the scalar code here.
+// has no VSCALEFPS. Decode attention's twins are in attention_avx2.go.
 
 // vec2Ready: AVX2 (with AVX's VROUNDPS and the AVX2 integer lanes) on a
 // CPU where the AVX-512 kernels do not run.

@@ -14,10 +14,11 @@ func TestAVX2Twins(t *testing.T) {
 	if !archsimd.X86.AVX2() {
 		t.Skip("no AVX2 on this CPU")
 	}
-	v, v2 := vecReady, vec2Ready
-	vecReady, vec2Ready = false, true
-	defer func() { vecReady, vec2Ready = v, v2 }()
+	v, v2, a2 := vecReady, vec2Ready, att2Ready
+	vecReady, vec2Ready, att2Ready = false, true, archsimd.X86.FMA()
+	defer func() { vecReady, vec2Ready, att2Ready = v, v2, a2 }()
 	t.Run("Exp32x8", TestExp32x8)
 	t.Run("Elementwise", TestVecElementwise)
 	t.Run("DeltaStep", TestDeltaStepTwins)
+	t.Run("AttendStep", TestAttendStep)
 }

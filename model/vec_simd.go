@@ -222,6 +222,9 @@ func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool 
 // maximum is taken by permutes. It needs D = len(q) a multiple of 64 and
 // reports whether it ran.
 func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool {
+	if !vecReady {
+		return attendScores8(w, q, K, n, stride, off, scale)
+	}
 	D := len(q)
 	if !scoresFit(w, D, n) {
 		return false
@@ -330,6 +333,10 @@ func softmaxScores(w []float32, n int, scale float32) {
 // rows at stride floats from offset off: attend's weighted sum in
 // attend's order. It needs D a multiple of 64 (attendScores ran).
 func attendValues(o, w, V []float32, n, stride, off int) {
+	if !vecReady {
+		attendValues8(o, w, V, n, stride, off)
+		return
+	}
 	D := len(o)
 	for c := 0; c < D; c += 64 {
 		var o0, o1, o2, o3 f32x16

@@ -1,0 +1,118 @@
+//go:build goexperiment.simd && amd64
+
+package model
+
+import "simd/archsimd"
+
+// AVX2 twins of the decode step's attention kernels (attendScores and
+// attendValues of vec_simd.go) for CPUs without AVX-512, with the f32 KV
+// cache (the int8 cache keeps attend's scalar code on these CPUs): dot
+// products summed in 8 lanes with FMA and then across lanes, so scores
+// differ from attend's by float32 rounding; the softmax and the weighted
+// sum are attend's operations in attend's order (exp32x8 is exp32 bit for
+// bit). No scalar float code runs between vector code, as in the AVX-512
+// kernels: each score leaves its vector as a 4-float store, the maximum
+// is taken by permutes, and the float64 sum runs after the upper state is
+// cleared.
+
+// att2Ready: AVX2 and FMA on a CPU where the AVX-512 kernels do not run.
+var att2Ready = vec2Ready && archsimd.X86.FMA()
+
+// maxIdx8 are the lane permutations that spread the maximum of 8 lanes
+// to all of them (plain arrays: a package-level vector would be loaded
+// at init, before any feature check).
+var maxIdx8 = [3][8]uint32{{4, 5, 6, 7, 0, 1, 2, 3}, {2, 3, 0, 1, 6, 7, 4, 5}, {1, 0, 3, 2, 5, 4, 7, 6}}
+
+// lanes8 are the lane numbers 0–7.
+var lanes8 = [8]int32{0, 1, 2, 3, 4, 5, 6, 7}
+
+// attendScores8 is attendScores on 8 lanes. It needs D = len(q) a
+// multiple of 32 and room in w for n rounded up to 8, plus 8, and
+// reports whether it ran.
+func attendScores8(w, q, K []float32, n, stride, off int, scale float32) bool {
+	D := len(q)
+	if !att2Ready || D%32 != 0 || len(w) < (n+7)&^7+8 {
+		return false
+	}
+	for tau := range n {
+		k := K[tau*stride+off:][:D]
+		var a, b f32x8
+		for c := 0; c < D; c += 32 {
+			a = ld8(q[c:]).MulAdd(ld8(k[c:]), a)
+			b = ld8(q[c+8:]).MulAdd(ld8(k[c+8:]), b)
+			a = ld8(q[c+16:]).MulAdd(ld8(k[c+16:]), a)
+			b = ld8(q[c+24:]).MulAdd(ld8(k[c+24:]), b)
+		}
+		storeScore8(w, tau, a.Add(b))
+	}
+	softmaxScores8(w, n, scale)
+	return true
+}
+
+// storeScore8 writes the sum of a's lanes to w[tau] (a 4-float store
+// whose lanes past tau the next positions rewrite).
+func storeScore8(w []float32, tau int, a f32x8) {
+	s := a.GetLo().Add(a.GetHi())
+	s = s.AddPairs(s)
+	s = s.AddPairs(s) // every lane: q·k
+	s.Store((*[4]float32)(w[tau : tau+4]))
+}
+
+// softmaxScores8 is softmaxScores on 8 lanes: w = softmax(scale·w) over
+// the first n entries, attend's operations in attend's order.
+func softmaxScores8(w []float32, n int, scale float32) {
+	nw := (n + 7) &^ 7
+	w = w[:nw+8]
+	sv, ninf := bc8(scale), bc8(-inf32)
+	mv := ninf
+	valid := archsimd.LoadInt32x8(&lanes8).Less(archsimd.BroadcastInt32x8(int32(n - (nw - 8)))) // lanes < n of the last block
+	for t0 := 0; t0 < nw; t0 += 8 {
+		v := ld8(w[t0:]).Mul(sv)
+		if t0 == nw-8 {
+			v = v.Merge(ninf, valid) // −Inf past n: weight 0 below
+		}
+		st8(w[t0:], v)
+		mv = mv.Max(v)
+	}
+	for i := range maxIdx8 { // every lane ← the maximum of all 8
+		mv = mv.Max(mv.Permute(archsimd.LoadUint32x8(&maxIdx8[i])))
+	}
+	c := newExpK()
+	lo, zero := bc8(minNormalExp), f32x8{}
+	for t0 := 0; t0 < nw; t0 += 8 {
+		x := ld8(w[t0:]).Sub(mv)
+		st8(w[t0:], zero.Merge(exp32x8(x, &c), x.Less(lo))) // decay32
+	}
+	archsimd.ClearAVXUpperBits()
+	var sum float64
+	for _, e := range w[:n] {
+		sum += float64(e)
+	}
+	inv := bc8(float32(1 / sum))
+	for t0 := 0; t0 < nw; t0 += 8 {
+		st8(w[t0:], ld8(w[t0:]).Mul(inv))
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// attendValues8 is attendValues on 8 lanes: o [D] = Σ_τ w[τ]·v_τ in
+// attend's order (a product, then a sum: axpy's operations). It needs D
+// a multiple of 32 (attendScores8 ran).
+func attendValues8(o, w, V []float32, n, stride, off int) {
+	D := len(o)
+	for c := 0; c < D; c += 32 {
+		var o0, o1, o2, o3 f32x8
+		for tau, e := range w[:n] {
+			p, v := bc8(e), V[tau*stride+off+c:][:32]
+			o0 = o0.Add(p.Mul(ld8(v)))
+			o1 = o1.Add(p.Mul(ld8(v[8:])))
+			o2 = o2.Add(p.Mul(ld8(v[16:])))
+			o3 = o3.Add(p.Mul(ld8(v[24:])))
+		}
+		st8(o[c:], o0)
+		st8(o[c+8:], o1)
+		st8(o[c+16:], o2)
+		st8(o[c+24:], o3)
+	}
+	archsimd.ClearAVXUpperBits()
+}
