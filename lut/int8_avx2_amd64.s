@@ -20,8 +20,9 @@
 // so each block's lanes get 128·Σ q added from qs (made once per input,
 // Int8Input.qs) before the float32 steps, which then run in the portable
 // twin's order: f_l += float32(S_l)·d_(b,l) (a product and a sum, no FMA),
-// and at the end the sum16 tree. One row at a time; the next 4 KiB of
-// codes are prefetched into L2 as in int8_amd64.s.
+// and at the end the sum16 tree. One row of x at a time, or three for
+// scalar rows (lut4I8A2x3: verify blocks, batched steps); the next 4 KiB
+// of codes are prefetched into L2 as in int8_amd64.s.
 
 #define a2Ahead 4096
 
@@ -233,5 +234,139 @@ wfold:
 	JNZ wrow
 
 wdone:
+	VZEROUPPER
+	RET
+
+// A2LOOK looks the 32 code bytes at off(SI) up in the table Y12: ℓ of the
+// low nibbles to Y8 and of the high ones to Y9, their magnitudes to Y10
+// and Y11 (clobbers Y4, Y5).
+#define A2LOOK(off) \
+	VMOVDQU off(SI), Y4; \
+	VPSRLW $4, Y4, Y5; \
+	VPAND Y13, Y4, Y4; \
+	VPAND Y13, Y5, Y5; \
+	VPSHUFB Y4, Y12, Y8; \
+	VPSHUFB Y5, Y12, Y9; \
+	VPABSB Y8, Y10; \
+	VPABSB Y9, Y11
+
+// A2ROWDOT adds Σ ℓ·q of the looked-up half step (Y8–Y11) and the x of
+// one row (low nibbles' columns at xlo, high ones' at xhi) into acc
+// (clobbers Y4, Y5): A2DOT's operations with the lookups shared.
+#define A2ROWDOT(xlo, xhi, acc) \
+	VMOVDQU xlo, Y4; \
+	VMOVDQU xhi, Y5; \
+	VPSIGNB Y8, Y4, Y4; \
+	VPSIGNB Y9, Y5, Y5; \
+	VPMADDUBSW Y4, Y10, Y4; \
+	VPMADDUBSW Y5, Y11, Y5; \
+	VPMADDWD Y14, Y4, Y4; \
+	VPMADDWD Y14, Y5, Y5; \
+	VPADDD Y4, acc, acc; \
+	VPADDD Y5, acc, acc
+
+// X3STEP adds one step of a scalar row against three rows of x (at R14,
+// R14 + R8, R14 + 2·R8) to Y0/Y1, Y2/Y3 and Y6/Y7 (lanes 0–7, 8–15).
+#define X3STEP \
+	PREFETCHT1 a2Ahead(SI); \
+	A2LOOK(0); \
+	A2ROWDOT(0(R14), 64(R14), Y0); \
+	A2ROWDOT(0(R14)(R8*1), 64(R14)(R8*1), Y2); \
+	A2ROWDOT(0(R14)(R8*2), 64(R14)(R8*2), Y6); \
+	A2LOOK(32); \
+	A2ROWDOT(32(R14), 96(R14), Y1); \
+	A2ROWDOT(32(R14)(R8*1), 96(R14)(R8*1), Y3); \
+	A2ROWDOT(32(R14)(R8*2), 96(R14)(R8*2), Y7); \
+	ADDQ $64, SI; \
+	ADDQ $128, R14
+
+// A2FOLDM is A2FOLD with the lane sums at qmem and the scales at dmem.
+#define A2FOLDM(acc, qmem, dmem, foff) \
+	VPADDD qmem, acc, acc; \
+	VCVTDQ2PS acc, acc; \
+	VMULPS dmem, acc, acc; \
+	VADDPS foff(SP), acc, acc; \
+	VMOVUPS acc, foff(SP)
+
+// A2SUM16M is A2SUM16 storing to mem, without advancing a pointer.
+#define A2SUM16M(foff, foff8, mem) \
+	VMOVUPS foff(SP), Y8; \
+	VADDPS foff8(SP), Y8, Y8; \
+	VEXTRACTF128 $1, Y8, X9; \
+	VADDPS X9, X8, X8; \
+	VPERMILPS $0xb1, X8, X9; \
+	VADDPS X9, X8, X8; \
+	VMOVHLPS X8, X8, X9; \
+	VADDSS X9, X8, X8; \
+	VMOVSS X8, mem
+
+// func lut4I8A2x3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
+//
+// lut4I8A2 for three rows of x at once, each looked-up step of codes
+// meeting all three: x row t at xq + t·xstride, its scales and lane sums
+// at ds and qs + t·dstride, its sums at h + t·hstride (bytes). Each row's
+// sums are lut4I8A2's bits: the same integer sums, folded and summed in
+// the same order.
+TEXT ·lut4I8A2x3(SB), NOSPLIT, $192-88
+	A2MASKS
+	MOVQ tab+0(FP), AX
+	VMOVDQU (AX), Y12
+	VPXOR Y15, Y12, Y12
+	A2ARGS(xdone)
+	MOVQ xstride+64(FP), R8
+
+xrow:
+	MOVQ dstride+72(FP), BX
+	MOVQ DI, R14
+	MOVQ R10, R13
+	MOVQ R11, R9
+	MOVQ CX, AX
+	VXORPS Y8, Y8, Y8
+	VMOVUPS Y8, 0(SP)
+	VMOVUPS Y8, 32(SP)
+	VMOVUPS Y8, 64(SP)
+	VMOVUPS Y8, 96(SP)
+	VMOVUPS Y8, 128(SP)
+	VMOVUPS Y8, 160(SP)
+
+xblock:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	X3STEP
+	DECQ AX
+	JZ xfold
+	X3STEP
+	DECQ AX
+	JZ xfold
+	X3STEP
+	DECQ AX
+	JZ xfold
+	X3STEP
+	DECQ AX
+
+xfold:
+	A2FOLDM(Y0, 0(R9), 0(R13), 0)
+	A2FOLDM(Y1, 32(R9), 32(R13), 32)
+	A2FOLDM(Y2, 0(R9)(BX*1), 0(R13)(BX*1), 64)
+	A2FOLDM(Y3, 32(R9)(BX*1), 32(R13)(BX*1), 96)
+	A2FOLDM(Y6, 0(R9)(BX*2), 0(R13)(BX*2), 128)
+	A2FOLDM(Y7, 32(R9)(BX*2), 32(R13)(BX*2), 160)
+	ADDQ $64, R13
+	ADDQ $64, R9
+	TESTQ AX, AX
+	JNZ xblock
+	MOVQ hstride+80(FP), BX
+	A2SUM16M(0, 32, (DX))
+	A2SUM16M(64, 96, (DX)(BX*1))
+	A2SUM16M(128, 160, (DX)(BX*2))
+	ADDQ $4, DX
+	DECQ R12
+	JNZ xrow
+
+xdone:
 	VZEROUPPER
 	RET

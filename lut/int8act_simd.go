@@ -40,6 +40,9 @@ func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds 
 func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 
 //go:noescape
+func lut4I8A2x3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
+
+//go:noescape
 func lut4I8T(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, rows int, groups int, h *float32, hstride int)
 
 // int8RowsT computes index rows [r0, r1) of every row of q into dst with
@@ -47,6 +50,9 @@ func lut4I8T(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *
 // whether it ran: it does not for a single row, 2-vector matrices, or
 // where q was not interleaved.
 func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
+	if int8A2 {
+		return m.int8RowsA2(dst, q, r0, r1)
+	}
 	if q.rows < 2 || len(q.qi) == 0 || m.f.Dim != 1 || !useFast {
 		return false
 	}
@@ -192,4 +198,36 @@ func quantizeFast(q []int8, d []float32, x []float32) (k float32, ok bool) {
 		}
 	}
 	return k, true
+}
+
+// int8RowsA2 is int8RowsT with the AVX2 kernels: three rows of x at a
+// time share each looked-up step of codes (lut4I8A2x3), the one or two
+// rows left run the one-row kernel. Every row's sums are the one-row
+// kernel's bits.
+func (m *Matrix) int8RowsA2(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
+	if q.rows < 2 || len(q.qs) == 0 || m.f.Dim != 1 || !useFast {
+		return false
+	}
+	steps, nb, n := m.in/int8Step, 16*((m.in+int8Block-1)/int8Block), m.in/2
+	t := 0
+	for ; t+3 <= q.rows; t += 3 {
+		qx, dx, qs := q.q[t*steps*int8Step:][:3*steps*int8Step], q.d[t*nb:][:3*nb], q.qs[t*nb:][:3*nb]
+		y := dst.Data[t*dst.Cols : (t+3)*dst.Cols]
+		for r := r0; r < r1; {
+			end := r1
+			if m.rowsG > 0 {
+				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
+			}
+			lut4I8A2x3(m.table8(r, 0), unsafe.Pointer(&m.p.Index[r*n]), steps, unsafe.Pointer(&qx[0]), &dx[0], &qs[0],
+				end-r, &y[r], steps*int8Step, 4*nb, 4*dst.Cols)
+			r = end
+		}
+		for i := t; i < t+3; i++ {
+			m.int8Scale(dst.Row(i), q.k[i], r0, r1)
+		}
+	}
+	for ; t < q.rows; t++ {
+		m.int8Rows(dst.Row(t), q, t, r0, r1)
+	}
+	return true
 }
