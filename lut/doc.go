@@ -36,7 +36,7 @@
 //	reduce_amd64.h    the transposing eight-row lane reduction the T = 1 kernels share
 //	int8act.go        int8 activations: Int8Input, QuantizeInput, MulRowsInt8, MulInt8, the portable twin
 //	int8act_simd.go, int8_amd64.s   their AVX-512 VNNI/VBMI quantizer and kernels (4-bit LUTs, 2x16)
-//	int8_avx2_amd64.s, quantize_avx2.go   their AVX2 kernels (one and three rows of x) and quantizer, for CPUs without AVX-512
+//	int8_avx2_amd64.s, quantize_avx2.go   their AVX2 kernels (one, two or three rows of x) and quantizer, for CPUs without AVX-512
 //	panel.go          products of several rows where no fast kernel runs: widened panels through the dense GEMM
 //
 // # Stored arrays (Parts)
@@ -129,7 +129,7 @@
 // give those bits too: VPSHUFB lookups, signed byte products (VPSIGNB,
 // VPMADDUBSW, VPMADDWD) and a per-input correction of 128·Σq per scale
 // group for the AVX-512 kernels' biased table; one row of x at a time, or
-// (scalar LUTs) three rows sharing each looked-up step of codes.
+// (scalar LUTs) three or two rows sharing each looked-up step of codes.
 // The cost against Mul is bounded in the tests and measured on models by
 // forge eval --act int8.
 package lut

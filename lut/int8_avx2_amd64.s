@@ -20,8 +20,9 @@
 // so each block's lanes get 128·Σ q added from qs (made once per input,
 // Int8Input.qs) before the float32 steps, which then run in the portable
 // twin's order: f_l += float32(S_l)·d_(b,l) (a product and a sum, no FMA),
-// and at the end the sum16 tree. One row of x at a time, or three for
-// scalar rows (lut4I8A2x3: verify blocks, batched steps); the next 4 KiB
+// and at the end the sum16 tree. One row of x at a time, or three or two
+// for scalar rows (lut4I8A2x3, lut4I8A2x2: verify blocks, batched
+// steps); the next 4 KiB
 // of codes are prefetched into L2 as in int8_amd64.s.
 
 #define a2Ahead 4096
@@ -368,5 +369,77 @@ xfold:
 	JNZ xrow
 
 xdone:
+	VZEROUPPER
+	RET
+
+// X2STEP is X3STEP for two rows of x (Y0/Y1, Y2/Y3).
+#define X2STEP \
+	PREFETCHT1 a2Ahead(SI); \
+	A2LOOK(0); \
+	A2ROWDOT(0(R14), 64(R14), Y0); \
+	A2ROWDOT(0(R14)(R8*1), 64(R14)(R8*1), Y2); \
+	A2LOOK(32); \
+	A2ROWDOT(32(R14), 96(R14), Y1); \
+	A2ROWDOT(32(R14)(R8*1), 96(R14)(R8*1), Y3); \
+	ADDQ $64, SI; \
+	ADDQ $128, R14
+
+// func lut4I8A2x2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
+//
+// lut4I8A2x3 for two rows of x.
+TEXT ·lut4I8A2x2(SB), NOSPLIT, $128-88
+	A2MASKS
+	MOVQ tab+0(FP), AX
+	VMOVDQU (AX), Y12
+	VPXOR Y15, Y12, Y12
+	A2ARGS(ydone)
+	MOVQ xstride+64(FP), R8
+
+yrow:
+	MOVQ dstride+72(FP), BX
+	MOVQ DI, R14
+	MOVQ R10, R13
+	MOVQ R11, R9
+	MOVQ CX, AX
+	VXORPS Y8, Y8, Y8
+	VMOVUPS Y8, 0(SP)
+	VMOVUPS Y8, 32(SP)
+	VMOVUPS Y8, 64(SP)
+	VMOVUPS Y8, 96(SP)
+
+yblock:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	X2STEP
+	DECQ AX
+	JZ yfold
+	X2STEP
+	DECQ AX
+	JZ yfold
+	X2STEP
+	DECQ AX
+	JZ yfold
+	X2STEP
+	DECQ AX
+
+yfold:
+	A2FOLDM(Y0, 0(R9), 0(R13), 0)
+	A2FOLDM(Y1, 32(R9), 32(R13), 32)
+	A2FOLDM(Y2, 0(R9)(BX*1), 0(R13)(BX*1), 64)
+	A2FOLDM(Y3, 32(R9)(BX*1), 32(R13)(BX*1), 96)
+	ADDQ $64, R13
+	ADDQ $64, R9
+	TESTQ AX, AX
+	JNZ yblock
+	MOVQ hstride+80(FP), BX
+	A2SUM16M(0, 32, (DX))
+	A2SUM16M(64, 96, (DX)(BX*1))
+	ADDQ $4, DX
+	DECQ R12
+	JNZ yrow
+
+ydone:
 	VZEROUPPER
 	RET

@@ -40,6 +40,9 @@ func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds 
 func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 
 //go:noescape
+func lut4I8A2x2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
+
+//go:noescape
 func lut4I8A2x3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
 
 //go:noescape
@@ -201,32 +204,38 @@ func quantizeFast(q []int8, d []float32, x []float32) (k float32, ok bool) {
 }
 
 // int8RowsA2 is int8RowsT with the AVX2 kernels: three rows of x at a
-// time share each looked-up step of codes (lut4I8A2x3), the one or two
-// rows left run the one-row kernel. Every row's sums are the one-row
-// kernel's bits.
+// time share each looked-up step of codes (lut4I8A2x3), then two
+// (lut4I8A2x2); a row left alone runs the one-row kernel. Every row's
+// sums are the one-row kernel's bits.
 func (m *Matrix) int8RowsA2(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 	if q.rows < 2 || len(q.qs) == 0 || m.f.Dim != 1 || !useFast {
 		return false
 	}
 	steps, nb, n := m.in/int8Step, 16*((m.in+int8Block-1)/int8Block), m.in/2
 	t := 0
-	for ; t+3 <= q.rows; t += 3 {
-		qx, dx, qs := q.q[t*steps*int8Step:][:3*steps*int8Step], q.d[t*nb:][:3*nb], q.qs[t*nb:][:3*nb]
-		y := dst.Data[t*dst.Cols : (t+3)*dst.Cols]
+	for q.rows-t >= 2 {
+		k := min(3, q.rows-t) // rows of x in this call (four rows go 3 + 1: faster than 2 + 2 in cache)
+		qx, dx, qs := q.q[t*steps*int8Step:][:k*steps*int8Step], q.d[t*nb:][:k*nb], q.qs[t*nb:][:k*nb]
+		y := dst.Data[t*dst.Cols : (t+k)*dst.Cols]
 		for r := r0; r < r1; {
 			end := r1
 			if m.rowsG > 0 {
 				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
 			}
-			lut4I8A2x3(m.table8(r, 0), unsafe.Pointer(&m.p.Index[r*n]), steps, unsafe.Pointer(&qx[0]), &dx[0], &qs[0],
-				end-r, &y[r], steps*int8Step, 4*nb, 4*dst.Cols)
+			tab, w, xq := m.table8(r, 0), unsafe.Pointer(&m.p.Index[r*n]), unsafe.Pointer(&qx[0])
+			if k == 3 {
+				lut4I8A2x3(tab, w, steps, xq, &dx[0], &qs[0], end-r, &y[r], steps*int8Step, 4*nb, 4*dst.Cols)
+			} else {
+				lut4I8A2x2(tab, w, steps, xq, &dx[0], &qs[0], end-r, &y[r], steps*int8Step, 4*nb, 4*dst.Cols)
+			}
 			r = end
 		}
-		for i := t; i < t+3; i++ {
+		for i := t; i < t+k; i++ {
 			m.int8Scale(dst.Row(i), q.k[i], r0, r1)
 		}
+		t += k
 	}
-	for ; t < q.rows; t++ {
+	if t < q.rows {
 		m.int8Rows(dst.Row(t), q, t, r0, r1)
 	}
 	return true
