@@ -4,9 +4,9 @@ package model
 
 import "simd/archsimd"
 
-// AVX2 twins of the decode step's attention kernels (attendScores and
-// attendValues of vec_simd.go) for CPUs without AVX-512, with the f32 KV
-// cache (the int8 cache keeps attend's scalar code on these CPUs): dot
+// AVX2 twins of the decode step's attention kernels (attendScores,
+// attendScoresF16, attendValues and attendValuesInt8 of vec_simd.go) for
+// CPUs without AVX-512, with either KV cache: dot
 // products summed in 8 lanes with FMA and then across lanes, so scores
 // differ from attend's by float32 rounding; the softmax and the weighted
 // sum are attend's operations in attend's order (exp32x8 is exp32 bit for
@@ -115,4 +115,80 @@ func attendValues8(o, w, V []float32, n, stride, off int) {
 		st8(o[c+24:], o3)
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+// f16K holds ldF16x8's constants, made once per call.
+type f16K struct {
+	sign, mag, s16, s13 archsimd.Uint32x8
+	magic               f32x8
+}
+
+func newF16K() f16K {
+	bu := archsimd.BroadcastUint32x8
+	return f16K{sign: bu(0x8000), mag: bu(0x7fff), s16: bu(16), s13: bu(13), magic: bc8(f16Magic)}
+}
+
+// ldF16x8 is ldF16 on 8 lanes: the fp16 values at h[0:8] widened to
+// float32 exactly (per-lane shifts: a shift by a constant would compile
+// to a legacy-SSE MOVQ inside the vector loop).
+func ldF16x8(h []uint16, c *f16K) f32x8 {
+	u := archsimd.LoadUint16x8((*[8]uint16)(h[:8])).ExtendToUint32()
+	sign := u.And(c.sign).ShiftLeft(c.s16)
+	mag := u.And(c.mag).ShiftLeft(c.s13).AsFloat32x8().Mul(c.magic)
+	return mag.AsUint32x8().Or(sign).AsFloat32x8()
+}
+
+// attendScoresF16x8 is attendScores8 for keys in fp16 (the int8 cache's
+// keys).
+func attendScoresF16x8(w, q []float32, K []uint16, n, stride, off int, scale float32) bool {
+	D := len(q)
+	if !att2Ready || D%32 != 0 || len(w) < (n+7)&^7+8 {
+		return false
+	}
+	c := newF16K()
+	for tau := range n {
+		k := K[tau*stride+off:][:D]
+		var a, b f32x8
+		for j := 0; j < D; j += 16 {
+			a = ld8(q[j:]).MulAdd(ldF16x8(k[j:], &c), a)
+			b = ld8(q[j+8:]).MulAdd(ldF16x8(k[j+8:], &c), b)
+		}
+		storeScore8(w, tau, a.Add(b))
+	}
+	softmaxScores8(w, n, scale)
+	return true
+}
+
+// attendValuesInt8x8 is attendValuesInt8 on 8 lanes: c[τ] = w[τ]·vs[τ·hkv
+// + hk] into w, then o = Σ_τ c[τ]·v_τ in attend's order. It needs D a
+// multiple of 32 (attendScoresF16x8 ran).
+func attendValuesInt8x8(o, w []float32, V []int8, vs []float32, n, stride, off, hk, hkv int) {
+	for tau := range n {
+		w[tau] *= vs[tau*hkv+hk]
+	}
+	D := len(o)
+	for c := 0; c < D; c += 32 {
+		var o0, o1, o2, o3 f32x8
+		for tau, e := range w[:n] {
+			p, v := bc8(e), V[tau*stride+off+c:][:32]
+			a0, a1 := ldI8x16(v)
+			a2, a3 := ldI8x16(v[16:])
+			o0 = o0.Add(p.Mul(a0))
+			o1 = o1.Add(p.Mul(a1))
+			o2 = o2.Add(p.Mul(a2))
+			o3 = o3.Add(p.Mul(a3))
+		}
+		st8(o[c:], o0)
+		st8(o[c+8:], o1)
+		st8(o[c+16:], o2)
+		st8(o[c+24:], o3)
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// ldI8x16 widens the 16 int8 values at v[0:16] to float32, eight a vector.
+func ldI8x16(v []int8) (f32x8, f32x8) {
+	x := archsimd.LoadInt8x16((*[16]int8)(v[:16]))
+	q := x.AsUint64x2()
+	return x.ExtendLo8ToInt32().ConvertToFloat32(), q.InterleaveHi(q).AsInt8x16().ExtendLo8ToInt32().ConvertToFloat32()
 }

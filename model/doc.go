@@ -22,8 +22,8 @@
 // make the scalar code's operations in its order, so results are the same
 // bits in every build, except the dot products q·k of decode attention;
 // on a CPU with AVX2 only, the elementwise activations, the delta rule
-// step and decode attention with the f32 cache have AVX2 twins of the
-// same kind (vec_avx2.go, attention_avx2.go).
+// step and decode attention have AVX2 twins of the same kind
+// (vec_avx2.go, attention_avx2.go).
 //
 // A State's Act (act.go) chooses how its steps multiply activations by
 // 4-bit LUT weights: float32 (ActFloat32, the default), or quantized to

@@ -247,6 +247,9 @@ func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool {
 // attendScoresF16 is attendScores for keys in fp16 (the int8 cache's
 // keys, widened exactly by ldF16).
 func attendScoresF16(w, q []float32, K []uint16, n, stride, off int, scale float32) bool {
+	if !vecReady {
+		return attendScoresF16x8(w, q, K, n, stride, off, scale)
+	}
 	D := len(q)
 	if !scoresFit(w, D, n) {
 		return false
@@ -360,6 +363,10 @@ func attendValues(o, w, V []float32, n, stride, off int) {
 // (their scales, per token and KV head): attend's int8 weighted sum in
 // attend's order. w is overwritten with c. It needs D a multiple of 64.
 func attendValuesInt8(o, w []float32, V []int8, vs []float32, n, stride, off, hk, hkv int) {
+	if !vecReady {
+		attendValuesInt8x8(o, w, V, vs, n, stride, off, hk, hkv)
+		return
+	}
 	for tau := range n {
 		w[tau] *= vs[tau*hkv+hk]
 	}
