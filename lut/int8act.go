@@ -315,7 +315,7 @@ func (m *Matrix) int8Rows(y []float32, q *Int8Input, t, r0, r1 int) {
 	}
 	n, d := m.in/2, m.f.Dim
 	for r := r0; r < r1; {
-		if (int8Ready || int8A2) && useFast {
+		if Int8Kernels() && useFast {
 			if r = m.int8Kernel(y, qx, dx, qs, r, r1); r == r1 {
 				break
 			}

@@ -3,9 +3,11 @@ package model_test
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"forge/internal/tinylut"
+	"forge/lut"
 	"forge/model"
 )
 
@@ -92,5 +94,22 @@ func TestActInt8(t *testing.T) {
 	tok := []int{toks[200]}
 	if n := testing.AllocsPerRun(20, func() { m.Forward(fast, tok) }); n != 0 {
 		t.Errorf("an int8 decode step allocates %v times", n)
+	}
+}
+
+// TestParseAct: the CLI's spellings, auto resolving by the CPU's int8
+// kernels, and a clear error naming a bad value.
+func TestParseAct(t *testing.T) {
+	auto := model.ActFloat32
+	if lut.Int8Kernels() {
+		auto = model.ActInt8
+	}
+	for s, want := range map[string]model.Act{"": model.ActFloat32, "f32": model.ActFloat32, "fp32": model.ActFloat32, "int8": model.ActInt8, "auto": auto} {
+		if got, err := model.ParseAct(s); err != nil || got != want {
+			t.Errorf("ParseAct(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	if _, err := model.ParseAct("int4"); err == nil || !strings.Contains(err.Error(), `"int4"`) {
+		t.Errorf("ParseAct(int4): %v", err)
 	}
 }
