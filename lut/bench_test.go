@@ -276,3 +276,31 @@ func BenchmarkLUTMulInt8(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLUTMulTiny runs forge-tiny's decode products (T = 1, int8
+// activations, one core: -cpu 1) on their own, the input's quantization
+// apart from the product: a step's matrices are small enough that per-row
+// and per-call costs, not the weight stream, set their speed.
+func BenchmarkLUTMulTiny(b *testing.B) {
+	f := mustFormat(b, "LUT4 per-tensor + pcs")
+	for _, s := range [][2]int{{768, 256}, {256, 768}, {4160, 256}} {
+		m := randomMatrix(b, f, s[0], s[1], 0, false, 1)
+		if !m.Int8Activations() {
+			b.Skip("no int8 kernels on this CPU")
+		}
+		x, dst := randomX(1, s[1], 2), tensor.New(1, s[0])
+		var q Int8Input
+		b.Run(fmt.Sprintf("%dx%d/quantize", s[0], s[1]), func(b *testing.B) {
+			for b.Loop() {
+				m.QuantizeInput(&q, x)
+			}
+		})
+		b.Run(fmt.Sprintf("%dx%d/mul", s[0], s[1]), func(b *testing.B) {
+			m.QuantizeInput(&q, x)
+			b.SetBytes(m.Bytes())
+			for b.Loop() {
+				m.MulRowsInt8(dst, &q, 0, s[0])
+			}
+		})
+	}
+}

@@ -130,6 +130,15 @@
 // VPMADDUBSW, VPMADDWD) and a per-input correction of 128·Σq per scale
 // group for the AVX-512 kernels' biased table; one row of x at a time, or
 // (scalar LUTs) three or two rows sharing each looked-up step of codes.
+// A width that is not a multiple of 128 is zero-padded to one (x' with
+// zero columns, the kernels reading a padded copy of the index rows).
 // The cost against Mul is bounded in the tests and measured on models by
 // forge eval --act int8.
+//
+// The AVX2 code keeps legacy-SSE instructions (Go's scalar float code,
+// struct copies, MOVD/MOVQ) out of the stretches between 256-bit
+// instructions: on the AMD EPYC hosts of issue 12 each switch costs
+// ~125 ns, so a float32 variable live across a vector loop (reloaded
+// with MOVSS at the back edge) or a vector struct returned by value (a
+// MOVUPS copy) cost more than the work (BENCHMARKS.md).
 package lut

@@ -31,13 +31,13 @@
 // table as loaded, ℓ + 128) into ℓ.
 #define A2MASKS \
 	MOVL $0x0f0f0f0f, BX; \
-	MOVQ BX, X13; \
+	VMOVQ BX, X13; \
 	VPBROADCASTD X13, Y13; \
 	MOVL $0x00010001, BX; \
-	MOVQ BX, X14; \
+	VMOVQ BX, X14; \
 	VPBROADCASTD X14, Y14; \
 	MOVL $0x80808080, BX; \
-	MOVQ BX, X15; \
+	VMOVQ BX, X15; \
 	VPBROADCASTD X15, Y15
 
 // A2CODES loads 32 bytes of codes at off(SI) and splits them into low
@@ -130,11 +130,19 @@
 	ADDQ $64, SI; \
 	ADDQ $128, R14
 
+// A2FOLDR is A2FOLD into float32 lanes held in register f.
+#define A2FOLDR(acc, qoff, f) \
+	VPADDD qoff(R9), acc, acc; \
+	VCVTDQ2PS acc, acc; \
+	VMULPS qoff(R13), acc, acc; \
+	VADDPS acc, f, f
+
 // func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 //
 // For rows consecutive index rows from w (each 64·steps bytes, one
 // table), h[k] = Σ d·S of row k (int8act.go's int8RowGo, bit for bit).
-TEXT ·lut4I8A2(SB), NOSPLIT, $128-64
+// The row's float32 lanes stay in Y2 (0–7) and Y3 (8–15).
+TEXT ·lut4I8A2(SB), NOSPLIT, $0-64
 	A2MASKS
 	MOVQ tab+0(FP), AX
 	VMOVDQU (AX), Y12
@@ -142,7 +150,12 @@ TEXT ·lut4I8A2(SB), NOSPLIT, $128-64
 	A2ARGS(sdone)
 
 srow:
-	A2ROW
+	MOVQ DI, R14
+	MOVQ R10, R13
+	MOVQ R11, R9
+	MOVQ CX, AX
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
 
 sblock:
 	VPXOR Y0, Y0, Y0
@@ -160,13 +173,21 @@ sblock:
 	DECQ AX
 
 sfold:
-	A2FOLD(Y0, 0, 0)
-	A2FOLD(Y1, 32, 32)
+	A2FOLDR(Y0, 0, Y2)
+	A2FOLDR(Y1, 32, Y3)
 	ADDQ $64, R13
 	ADDQ $64, R9
 	TESTQ AX, AX
 	JNZ sblock
-	A2SUM16(0, 32)
+	VADDPS Y3, Y2, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPS X9, X8, X8
+	VPERMILPS $0xb1, X8, X9
+	VADDPS X9, X8, X8
+	VMOVHLPS X8, X8, X9
+	VADDSS X9, X8, X8
+	VMOVSS X8, (DX)
+	ADDQ $4, DX
 	DECQ R12
 	JNZ srow
 

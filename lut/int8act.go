@@ -71,6 +71,7 @@ type Int8Input struct {
 	k        []float32 // [rows] 128·Σ_G d_G·Σ_{j∈G} q_j, summed in group order in float32
 	x        *tensor.Matrix
 	xr       tensor.Matrix // x' when the matrix rotates its input
+	xp       tensor.Matrix // x' zero-padded to whole steps, when in is not a multiple of 128
 	qs       []int32       // [rows][blocks][16] 128·Σ q over each scale group (the AVX2 kernels' correction), or empty
 	qi       []int8        // q's rows by chunks of eight, interleaved by step (int8rows.go), or empty
 	di       []float32     // d's likewise
@@ -102,9 +103,25 @@ func sameRotation(a, b Rotation) bool {
 func Int8Kernels() bool { return int8Ready || int8A2 }
 
 // Int8Activations reports whether m has int8-activation kernels: 4-bit
-// scalar LUTs and 4-bit 2-vector LUTs (2x16) with in a multiple of 128.
-// Other matrices' MulRowsInt8 is MulRows.
+// scalar LUTs and 4-bit 2-vector LUTs (2x16). Other matrices'
+// MulRowsInt8 is MulRows. A width that is not a multiple of 128 (forge-tiny's
+// 192-column out-projections) is zero-padded to one: x' gets zero columns,
+// whose codes are 0 and scale groups unchanged (a zero never raises a
+// maximum), and the index rows get codes whose products with them are 0;
+// the kernels read a padded copy of the index rows (codes8).
 func (m *Matrix) Int8Activations() bool { return m.tab8 != nil }
+
+// int8Width returns in rounded up to whole int8 steps.
+func int8Width(in int) int { return (in + int8Step - 1) / int8Step * int8Step }
+
+// codes8 returns the index rows the int8 kernels read and the bytes of
+// one: the packed ones, or their zero-padded copy.
+func (m *Matrix) codes8() ([]byte, int) {
+	if m.idx8 != nil {
+		return m.idx8, int8Width(m.in) / 2
+	}
+	return m.p.Index, m.in / 2
+}
 
 // buildInt8Tables fills tab8 and cbd when the format has int8 kernels:
 // per group, component t's table is the 16 bytes ℓ + 128 repeated four
@@ -112,8 +129,16 @@ func (m *Matrix) Int8Activations() bool { return m.tab8 != nil }
 // upper bits harmless).
 func (m *Matrix) buildInt8Tables() {
 	f := m.f
-	if f.Bits != 4 || m.in%int8Step != 0 || !(f.Kind == Scalar || f.Kind == Vector && f.Dim == 2) {
+	if f.Bits != 4 || m.in%2 != 0 || !(f.Kind == Scalar || f.Kind == Vector && f.Dim == 2) {
 		return
+	}
+	if m.in%int8Step != 0 {
+		n, n8 := m.in/2, int8Width(m.in)/2
+		rows := len(m.p.Index) / n
+		m.idx8 = make([]byte, rows*n8)
+		for r := range rows {
+			copy(m.idx8[r*n8:], m.p.Index[r*n:(r+1)*n])
+		}
 	}
 	d, groups := f.Dim, f.Groups(m.out)
 	m.tab8 = make([]byte, groups*d*64)
@@ -166,20 +191,28 @@ func (m *Matrix) QuantizeInput(q *Int8Input, x *tensor.Matrix) {
 		x = &q.xr
 	}
 	q.x = x
+	if w := int8Width(m.in); w != m.in { // zero columns up to whole steps (Int8Activations)
+		q.xp.Resize(x.Rows, w)
+		for t := range x.Rows {
+			clear(q.xp.Row(t)[copy(q.xp.Row(t), x.Row(t)):])
+		}
+		x = &q.xp
+	}
 	steps := (m.in + int8Step - 1) / int8Step
 	nb := 16 * ((m.in + int8Block - 1) / int8Block)
 	q.q = grow(q.q, x.Rows*steps*int8Step)
 	q.d = grow(q.d, x.Rows*nb)
 	q.k = grow(q.k, x.Rows)
-	for t := range x.Rows {
-		q.k[t] = quantizeRow(q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb], x.Row(t))
-	}
 	q.qs = q.qs[:0]
 	if int8A2 && useFast {
 		q.qs = grow(q.qs, x.Rows*nb)
-		for t := range x.Rows {
-			laneSums(q.qs[t*nb:][:nb], q.q[t*steps*int8Step:][:steps*int8Step])
+	}
+	for t := range x.Rows {
+		var qs []int32
+		if len(q.qs) > 0 {
+			qs = q.qs[t*nb:][:nb]
 		}
+		q.k[t] = quantizeRow(q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb], qs, x.Row(t))
 	}
 	q.interleave(steps, nb)
 }
@@ -192,14 +225,19 @@ func grow[E any](s []E, n int) []E {
 }
 
 // quantizeRow writes x quantized per scale group into q (phase layout,
-// zeros past x) and d ([blocks][16]), and returns k = 128·Σ_G d_G·Σ_{j∈G} q_j.
-func quantizeRow(q []int8, d []float32, x []float32) float32 {
+// zeros past x) and d ([blocks][16]), and returns k = 128·Σ_G d_G·Σ_{j∈G} q_j;
+// qs, when not nil, gets laneSums(qs, q).
+func quantizeRow(q []int8, d []float32, qs []int32, x []float32) float32 {
 	if useFast {
-		if k, ok := quantizeFast(q, d, x); ok {
+		if k, ok := quantizeFast(q, d, qs, x); ok {
 			return k
 		}
 	}
-	return quantizeRowGo(q, d, x)
+	k := quantizeRowGo(q, d, x)
+	if qs != nil {
+		laneSums(qs, q)
+	}
+	return k
 }
 
 // quantizeRowGo is quantizeRow in plain Go (any width).
@@ -313,14 +351,15 @@ func (m *Matrix) int8Rows(y []float32, q *Int8Input, t, r0, r1 int) {
 	if len(q.qs) > 0 {
 		qs = q.qs[t*nb:][:nb]
 	}
-	n, d := m.in/2, m.f.Dim
+	idx, n := m.codes8()
+	d := m.f.Dim
 	for r := r0; r < r1; {
 		if Int8Kernels() && useFast {
 			if r = m.int8Kernel(y, qx, dx, qs, r, r1); r == r1 {
 				break
 			}
 		}
-		codes := m.p.Index[r*n : (r+1)*n]
+		codes := idx[r*n : (r+1)*n]
 		for c := range d {
 			y[r*d+c] = int8RowGo(m.table8(r, c), codes, qx, dx)
 		}

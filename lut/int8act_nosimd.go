@@ -15,6 +15,8 @@ func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r,
 	return r
 }
 
-func quantizeFast(q []int8, d []float32, x []float32) (float32, bool) { return 0, false }
+func quantizeFast(q []int8, d []float32, qs []int32, x []float32) (float32, bool) {
+	return 0, false
+}
 
 func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool { return false }

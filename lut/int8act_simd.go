@@ -59,7 +59,8 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 	if q.rows < 2 || len(q.qi) == 0 || m.f.Dim != 1 || !useFast {
 		return false
 	}
-	steps, nb, n := m.in/int8Step, 16*((m.in+int8Block-1)/int8Block), m.in/2
+	idx, n := m.codes8()
+	steps, nb := n/64, 16*((m.in+int8Block-1)/int8Block)
 	for t0 := 0; t0 < q.rows; t0 += int8Chunk {
 		T := min(int8Chunk, q.rows-t0)
 		qc, dc := q.qi[t0*steps*int8Step:], q.di[t0*nb:]
@@ -69,12 +70,12 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
 			}
 			if groups := (end - r) / 8; groups > 0 {
-				lut4I8T(m.table8(r, 0), unsafe.Pointer(&m.p.Index[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
+				lut4I8T(m.table8(r, 0), unsafe.Pointer(&idx[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
 					T, groups, &dst.Row(t0)[r], dst.Cols)
 				r += 8 * groups
 			}
 			for ; r < end; r++ { // fewer than eight rows left in the group
-				codes := m.p.Index[r*n : (r+1)*n]
+				codes := idx[r*n : (r+1)*n]
 				for t := t0; t < t0+T; t++ {
 					dst.Row(t)[r] = int8RowGo(m.table8(r, 0), codes, q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb])
 				}
@@ -98,12 +99,12 @@ func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r,
 	if m.rowsG > 0 {
 		end = min(r1, (r/m.rowsG+1)*m.rowsG)
 	}
-	n := m.in / 2
+	idx, n := m.codes8()
 	if int8A2 {
 		if end <= r || len(qs) == 0 {
 			return r
 		}
-		w := unsafe.Pointer(&m.p.Index[r*n])
+		w := unsafe.Pointer(&idx[r*n])
 		if d == 1 {
 			lut4I8A2(m.table8(r, 0), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], &qs[0], end-r, &y[r])
 		} else {
@@ -116,7 +117,7 @@ func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r,
 	if groups == 0 {
 		return r
 	}
-	w := unsafe.Pointer(&m.p.Index[r*n])
+	w := unsafe.Pointer(&idx[r*n])
 	if d == 1 {
 		lut4I8(m.table8(r, 0), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], groups, &y[r])
 	} else {
@@ -139,15 +140,16 @@ var (
 )
 
 // quantizeFast is quantizeRow's AVX-512 twin for rows of whole steps
-// (len(x) a multiple of 128; ok is false otherwise): the same float32
+// (len(x) a multiple of 128; ok is false otherwise), quantize8 on CPUs
+// with AVX2 only; both set qs as laneSums does when it is not nil. The same float32
 // products, divisions and round-half-even, so the same codes, scales and
 // k. A vector of 16 columns holds two scale groups (lanes 0–7, 8–15); the
 // float32 scalar work (d, k) waits until the block's vector work is done
 // and the upper register state is cleared, since scalar float code after
 // 512-bit code runs several times slower on this host otherwise.
-func quantizeFast(q []int8, d []float32, x []float32) (k float32, ok bool) {
+func quantizeFast(q []int8, d []float32, qs []int32, x []float32) (k float32, ok bool) {
 	if !fastReady {
-		return quantize8(q, d, x)
+		return quantize8(q, d, qs, x)
 	}
 	if len(x)%int8Step != 0 || len(q) != len(x) {
 		return 0, false
@@ -198,6 +200,9 @@ func quantizeFast(q []int8, d []float32, x []float32) (k float32, ok bool) {
 			a, n := ms[g/2][8*(g%2)], ss[g/2][8*(g%2)]
 			d[16*b+g] = a / 127
 			k += float32(float32(128*n) * d[16*b+g])
+			if qs != nil {
+				qs[16*b+g] = 128 * n
+			}
 		}
 	}
 	return k, true
@@ -211,7 +216,8 @@ func (m *Matrix) int8RowsA2(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 	if q.rows < 2 || len(q.qs) == 0 || m.f.Dim != 1 || !useFast {
 		return false
 	}
-	steps, nb, n := m.in/int8Step, 16*((m.in+int8Block-1)/int8Block), m.in/2
+	idx, n := m.codes8()
+	steps, nb := n/64, 16*((m.in+int8Block-1)/int8Block)
 	t := 0
 	for q.rows-t >= 2 {
 		k := min(3, q.rows-t) // rows of x in this call (four rows go 3 + 1: faster than 2 + 2 in cache)
@@ -222,7 +228,7 @@ func (m *Matrix) int8RowsA2(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 			if m.rowsG > 0 {
 				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
 			}
-			tab, w, xq := m.table8(r, 0), unsafe.Pointer(&m.p.Index[r*n]), unsafe.Pointer(&qx[0])
+			tab, w, xq := m.table8(r, 0), unsafe.Pointer(&idx[r*n]), unsafe.Pointer(&qx[0])
 			if k == 3 {
 				lut4I8A2x3(tab, w, steps, xq, &dx[0], &qs[0], end-r, &y[r], steps*int8Step, 4*nb, 4*dst.Cols)
 			} else {

@@ -45,7 +45,7 @@ func int8X(T, in int, seed uint64) *tensor.Matrix {
 func TestInt8KernelsMatchTwin(t *testing.T) {
 	for _, name := range int8Formats {
 		f := mustFormat(t, name)
-		for _, sh := range [][2]int{{8, 128}, {40, 384}, {96, 512}, {120, 640}, {16, 1664}} {
+		for _, sh := range [][2]int{{8, 128}, {24, 192}, {40, 384}, {96, 512}, {120, 640}, {40, 704}, {16, 1664}} {
 			out, in := sh[0], sh[1]
 			m := randomMatrix(t, f, out, in, 0, false, uint64(out*in))
 			if !m.Int8Activations() {
@@ -110,9 +110,18 @@ func TestInt8KernelsMatchTwin(t *testing.T) {
 // 0.4% of its largest entry).
 func TestInt8Accuracy(t *testing.T) {
 	forEachPath(t, func(t *testing.T) {
+		type shape struct {
+			name string
+			in   int
+		}
+		cases := []shape{{"LUT4 per-tensor + pcs", 192}, {"vector 2x16 + pcs", 192}} // padded widths
 		for _, name := range int8Formats {
+			cases = append(cases, shape{name, 640})
+		}
+		for _, c := range cases {
+			name, in := c.name, c.in
 			f := mustFormat(t, name)
-			out, in := 48, 640
+			out := 48
 			m := randomMatrix(t, f, out, in, 0, false, 11)
 			x := int8X(2, in, 5)
 			var q Int8Input
@@ -182,15 +191,15 @@ func TestInt8Quantize(t *testing.T) {
 	}
 }
 
-// TestInt8Fallbacks: formats without int8 kernels (and widths that are not
-// a multiple of 128) compute MulRows on x' bit for bit; a rotated matrix
+// TestInt8Fallbacks: formats without int8 kernels compute MulRows on x'
+// bit for bit; a rotated matrix
 // rotates before quantizing and adds its low-rank term; an input made for
 // another rotation does not Fit.
 func TestInt8Fallbacks(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		in   int
-	}{{"LUT3 per-tensor + pcs", 256}, {"INT8 per-channel", 256}, {"bf16", 256}, {"LUT4 per-tensor + pcs", 192}} {
+	}{{"LUT3 per-tensor + pcs", 256}, {"INT8 per-channel", 256}, {"bf16", 256}} {
 		m := randomMatrix(t, mustFormat(t, c.name), 16, c.in, 0, false, 2)
 		if m.Int8Activations() {
 			t.Fatalf("%s in=%d claims int8 kernels", c.name, c.in)
@@ -235,6 +244,55 @@ func TestInt8Fallbacks(t *testing.T) {
 	}
 }
 
+// TestInt8Padding: a width that is not a multiple of 128 is the same
+// product, bit for bit, as the matrix with its index rows padded by
+// code-0 columns to the next multiple of 128 times x padded by zeros
+// (Int8Activations), for scalar and 2-vector LUTs and widths with half a
+// step (192) and more (320, 448) past the last whole one.
+func TestInt8Padding(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		for _, name := range int8Formats {
+			f := mustFormat(t, name)
+			for _, in := range []int{192, 320, 448} {
+				out, w := 24, int8Width(in)
+				p := randomParts(f, out, in, 0, false, uint64(in))
+				rows, n := f.IndexRows(out), in/2
+				pw := p
+				pw.Index = make([]byte, rows*w/2)
+				for r := range rows {
+					copy(pw.Index[r*w/2:], p.Index[r*n:(r+1)*n])
+				}
+				m, err := New(f, out, in, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mw, err := New(f, out, w, pw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !m.Int8Activations() {
+					t.Fatalf("%s in=%d: no int8 kernels", name, in)
+				}
+				x, xw := int8X(3, in, uint64(in)+1), tensor.New(3, w)
+				for tt := range 3 {
+					copy(xw.Row(tt), x.Row(tt))
+				}
+				var q, qw Int8Input
+				m.QuantizeInput(&q, x)
+				mw.QuantizeInput(&qw, xw)
+				y, yw := tensor.New(3, out), tensor.New(3, out)
+				m.MulRowsInt8(y, &q, 0, out)
+				mw.MulRowsInt8(yw, &qw, 0, out)
+				for i := range y.Data {
+					if math.Float32bits(y.Data[i]) != math.Float32bits(yw.Data[i]) {
+						t.Fatalf("%s in=%d: output %d = %v, padded matrix %v", name, in, i, y.Data[i], yw.Data[i])
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestInt8QuantizeTwin: the vector quantizer gives the portable one's
 // codes, scales and k bit for bit (rows with outliers, zero groups and
 // values on rounding ties), and declines rows that are not whole steps.
@@ -252,8 +310,10 @@ func TestInt8QuantizeTwin(t *testing.T) {
 		for tt := range 4 {
 			qa, qb := make([]int8, in), make([]int8, in)
 			da, db := make([]float32, nb), make([]float32, nb)
+			sa, sb := make([]int32, nb), make([]int32, nb)
 			kb := quantizeRowGo(qb, db, x.Row(tt))
-			ka, ok := quantizeFast(qa, da, x.Row(tt))
+			laneSums(sb, qb)
+			ka, ok := quantizeFast(qa, da, sa, x.Row(tt))
 			if !ok {
 				if int8Ready {
 					t.Fatalf("in %d: the vector quantizer declined a row of whole steps", in)
@@ -272,10 +332,13 @@ func TestInt8QuantizeTwin(t *testing.T) {
 				if math.Float32bits(da[i]) != math.Float32bits(db[i]) {
 					t.Fatalf("in %d row %d: scale %d = %v, portable %v", in, tt, i, da[i], db[i])
 				}
+				if sa[i] != sb[i] {
+					t.Fatalf("in %d row %d: lane sum %d = %d, laneSums %d", in, tt, i, sa[i], sb[i])
+				}
 			}
 		}
 	}
-	if _, ok := quantizeFast(make([]int8, 192), make([]float32, 16), make([]float32, 192)); ok {
+	if _, ok := quantizeFast(make([]int8, 192), make([]float32, 16), nil, make([]float32, 192)); ok {
 		t.Error("the vector quantizer took a row of 192 columns")
 	}
 }
@@ -288,7 +351,7 @@ func TestInt8QuantizeTwin(t *testing.T) {
 func TestInt8RowsMatchOneRow(t *testing.T) {
 	for _, name := range int8Formats {
 		f := mustFormat(t, name)
-		for _, sh := range [][2]int{{8, 128}, {44, 384}, {96, 512}, {120, 640}, {16, 1664}} {
+		for _, sh := range [][2]int{{8, 128}, {20, 192}, {44, 384}, {96, 512}, {120, 640}, {16, 1664}} {
 			out, in := sh[0], sh[1]
 			m := randomMatrix(t, f, out, in, 0, false, uint64(out*in+7))
 			for T := 2; T <= 17; T++ {

@@ -9,10 +9,8 @@ import (
 
 // AVX2 kernels for float32 x: 4-bit scalar LUTs and 2x16 vector LUTs with
 // T ≤ a2MaxT rows of x, on CPUs with AVX2 and FMA but without the
-// AVX-512 kernels (fastReady). They serve the matrices the int8 kernels do
-// not take (in not a multiple of 128, such as forge-tiny's DeltaNet
-// out-projections with 192 inputs), --act f32, and the few-row products of
-// verify blocks and batched decode steps. Larger T takes the panels
+// AVX-512 kernels (fastReady). They serve --act f32 and the few-row
+// float32 products of verify blocks and batched decode steps. Larger T takes the panels
 // (panel.go).
 //
 // x is laid out once per call in the phase layout of two codes per byte
@@ -71,7 +69,8 @@ func (j *mulJob) a2Prepare() bool {
 func (j *mulJob) a2Rows(r0, r1 int) {
 	m := j.m
 	n, d, out := m.in/2, m.f.Dim, m.out // bytes per index row, outputs per index row
-	g := a2Geom{nb: n / 16, partial: n%16 != 0, k: newA2K()}
+	g := a2Geom{nb: n / 16, partial: n%16 != 0}
+	g.k.init()
 	o1 := r1 * d
 	for t := range j.x.Rows {
 		xp := j.xp[t*j.xs : (t+1)*j.xs]
@@ -174,8 +173,11 @@ type a2K struct {
 	seven     archsimd.Int32x8
 }
 
-func newA2K() a2K {
-	return a2K{m0f: archsimd.BroadcastUint32x8(0x0f), four: archsimd.BroadcastUint32x8(4), seven: archsimd.BroadcastInt32x8(7)}
+// init fills k in place: returning it would copy it with legacy-SSE
+// moves after 256-bit broadcasts, a transition that costs ~125 ns on some
+// x86 hosts (BENCHMARKS.md).
+func (k *a2K) init() {
+	k.m0f, k.four, k.seven = archsimd.BroadcastUint32x8(0x0f), archsimd.BroadcastUint32x8(4), archsimd.BroadcastInt32x8(7)
 }
 
 // look returns the table entries at indices i (0–15) of the table whose

@@ -69,6 +69,7 @@ type Matrix struct {
 	lrB    *tensor.Dense // [r][in] fp16
 	fam    family        // which fast kernel family applies (kernel_*.go)
 	tab8   []byte        // [groups][d][64] int8 codebooks + 128, repeated (int8act.go); nil: no int8 kernels
+	idx8   []byte        // index rows zero-padded to whole int8 steps when in is not a multiple of 128 (codes8)
 	cbd    []float32     // [groups] their scales c_g
 }
 

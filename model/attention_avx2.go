@@ -2,7 +2,10 @@
 
 package model
 
-import "simd/archsimd"
+import (
+	"simd/archsimd"
+	"unsafe"
+)
 
 // AVX2 twins of the decode step's attention kernels (attendScores,
 // attendScoresF16, attendValues and attendValuesInt8 of vec_simd.go) for
@@ -34,19 +37,62 @@ func attendScores8(w, q, K []float32, n, stride, off int, scale float32) bool {
 	if !att2Ready || D%32 != 0 || len(w) < (n+7)&^7+8 {
 		return false
 	}
-	for tau := range n {
+	scores8(w, q, K, n, stride, off)
+	softmaxScores8(w, n, scale)
+	return true
+}
+
+// scores8 sets w[τ] = q·k_τ for τ < n (attendScores8's dot products). It
+// is a function of its own so that no float32 variable (scale) is live
+// across its vector loops: the compiler would reload it there with a
+// legacy-SSE MOVSS, which after 256-bit code costs ~125 ns on some x86
+// hosts (BENCHMARKS.md); it clears the upper state before returning.
+//
+//go:noinline
+func scores8(w, q, K []float32, n, stride, off int) {
+	D := len(q)
+	tau := 0
+	qp := unsafe.Pointer(&q[0])
+	for ; tau+4 <= n; tau += 4 { // four positions a pass: each chunk of q is loaded once for them
+		// The rows' bounds are checked here, once; the loop below reads
+		// within them by pointer (slicing per vector cost more than the
+		// arithmetic).
+		k0, k1 := unsafe.Pointer(&K[tau*stride+off:][:D][0]), unsafe.Pointer(&K[(tau+1)*stride+off:][:D][0])
+		k2, k3 := unsafe.Pointer(&K[(tau+2)*stride+off:][:D][0]), unsafe.Pointer(&K[(tau+3)*stride+off:][:D][0])
+		var a0, b0, a1, b1, a2, b2, a3, b3 f32x8
+		for c := 0; c < D; c += 16 {
+			qa, qb := ldp(qp, c), ldp(qp, c+8)
+			a0, b0 = qa.MulAdd(ldp(k0, c), a0), qb.MulAdd(ldp(k0, c+8), b0)
+			a1, b1 = qa.MulAdd(ldp(k1, c), a1), qb.MulAdd(ldp(k1, c+8), b1)
+			a2, b2 = qa.MulAdd(ldp(k2, c), a2), qb.MulAdd(ldp(k2, c+8), b2)
+			a3, b3 = qa.MulAdd(ldp(k3, c), a3), qb.MulAdd(ldp(k3, c+8), b3)
+		}
+		storeScores4(w, tau, a0.Add(b0), a1.Add(b1), a2.Add(b2), a3.Add(b3))
+	}
+	for ; tau < n; tau++ {
 		k := K[tau*stride+off:][:D]
 		var a, b f32x8
-		for c := 0; c < D; c += 32 {
+		for c := 0; c < D; c += 16 {
 			a = ld8(q[c:]).MulAdd(ld8(k[c:]), a)
 			b = ld8(q[c+8:]).MulAdd(ld8(k[c+8:]), b)
-			a = ld8(q[c+16:]).MulAdd(ld8(k[c+16:]), a)
-			b = ld8(q[c+24:]).MulAdd(ld8(k[c+24:]), b)
 		}
 		storeScore8(w, tau, a.Add(b))
 	}
-	softmaxScores8(w, n, scale)
-	return true
+	archsimd.ClearAVXUpperBits()
+}
+
+// ldp loads the 8 floats at p + 4i bytes (the caller checked the bounds).
+func ldp(p unsafe.Pointer, i int) f32x8 {
+	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i)))
+}
+
+// storeScores4 writes the sums of the lanes of v0…v3 to w[tau…tau+3],
+// each summed as storeScore8 sums (halves, then adjacent pairs, then the
+// two pair sums), by horizontal adds across the four.
+func storeScores4(w []float32, tau int, v0, v1, v2, v3 f32x8) {
+	x0, x1 := v0.GetLo().Add(v0.GetHi()), v1.GetLo().Add(v1.GetHi())
+	x2, x3 := v2.GetLo().Add(v2.GetHi()), v3.GetLo().Add(v3.GetHi())
+	x0.AddPairs(x1).AddPairs(x2.AddPairs(x3)).Store((*[4]float32)(w[tau : tau+4]))
 }
 
 // storeScore8 writes the sum of a's lanes to w[tau] (a 4-float store
@@ -61,6 +107,8 @@ func storeScore8(w []float32, tau int, a f32x8) {
 // softmaxScores8 is softmaxScores on 8 lanes: w = softmax(scale·w) over
 // the first n entries, attend's operations in attend's order.
 func softmaxScores8(w []float32, n int, scale float32) {
+	var c expK // (before any vector code: see expK)
+	c.init()
 	nw := (n + 7) &^ 7
 	w = w[:nw+8]
 	sv, ninf := bc8(scale), bc8(-inf32)
@@ -77,7 +125,6 @@ func softmaxScores8(w []float32, n int, scale float32) {
 	for i := range maxIdx8 { // every lane ← the maximum of all 8
 		mv = mv.Max(mv.Permute(archsimd.LoadUint32x8(&maxIdx8[i])))
 	}
-	c := newExpK()
 	lo, zero := bc8(minNormalExp), f32x8{}
 	for t0 := 0; t0 < nw; t0 += 8 {
 		x := ld8(w[t0:]).Sub(mv)
@@ -117,15 +164,15 @@ func attendValues8(o, w, V []float32, n, stride, off int) {
 	archsimd.ClearAVXUpperBits()
 }
 
-// f16K holds ldF16x8's constants, made once per call.
+// f16K holds ldF16x8's constants, made once per call (in place, as expK).
 type f16K struct {
 	sign, mag, s16, s13 archsimd.Uint32x8
 	magic               f32x8
 }
 
-func newF16K() f16K {
+func (c *f16K) init() {
 	bu := archsimd.BroadcastUint32x8
-	return f16K{sign: bu(0x8000), mag: bu(0x7fff), s16: bu(16), s13: bu(13), magic: bc8(f16Magic)}
+	c.sign, c.mag, c.s16, c.s13, c.magic = bu(0x8000), bu(0x7fff), bu(16), bu(13), bc8(f16Magic)
 }
 
 // ldF16x8 is ldF16 on 8 lanes: the fp16 values at h[0:8] widened to
@@ -145,7 +192,18 @@ func attendScoresF16x8(w, q []float32, K []uint16, n, stride, off int, scale flo
 	if !att2Ready || D%32 != 0 || len(w) < (n+7)&^7+8 {
 		return false
 	}
-	c := newF16K()
+	scoresF16x8(w, q, K, n, stride, off)
+	softmaxScores8(w, n, scale)
+	return true
+}
+
+// scoresF16x8 is scores8 for keys in fp16.
+//
+//go:noinline
+func scoresF16x8(w, q []float32, K []uint16, n, stride, off int) {
+	D := len(q)
+	var c f16K
+	c.init()
 	for tau := range n {
 		k := K[tau*stride+off:][:D]
 		var a, b f32x8
@@ -155,8 +213,7 @@ func attendScoresF16x8(w, q []float32, K []uint16, n, stride, off int, scale flo
 		}
 		storeScore8(w, tau, a.Add(b))
 	}
-	softmaxScores8(w, n, scale)
-	return true
+	archsimd.ClearAVXUpperBits()
 }
 
 // attendValuesInt8x8 is attendValuesInt8 on 8 lanes: c[τ] = w[τ]·vs[τ·hkv

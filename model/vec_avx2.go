@@ -23,20 +23,21 @@ func bc8(x float32) f32x8      { return archsimd.BroadcastFloat32x8(x) }
 
 // expK holds exp32x8's constants, made once per loop (a broadcast is
 // emulated on AVX2 and cost more than the arithmetic when made per call).
+// init fills it in place: a function returning it would copy it with
+// legacy-SSE moves after its 256-bit broadcasts, which costs ~125 ns on
+// some x86 hosts (BENCHMARKS.md), every call.
 type expK struct {
 	log2e, half, ln2hi, ln2lo, p7, p6, p5, p4, p3, one, hi, lo, inf, sign f32x8
 	m125, p125, p127, i1, i0, i127                                        archsimd.Int32x8
 }
 
-func newExpK() expK {
+func (c *expK) init() {
 	bi := archsimd.BroadcastInt32x8
-	return expK{
-		log2e: bc8(1.44269504088896341), half: bc8(0.5), ln2hi: bc8(0.693359375), ln2lo: bc8(-2.12194440e-4),
-		p7: bc8(1.0 / 5040), p6: bc8(1.0 / 720), p5: bc8(1.0 / 120), p4: bc8(1.0 / 24), p3: bc8(1.0 / 6),
-		one: bc8(1), hi: bc8(88.72284), lo: bc8(-103.97208), inf: bc8(inf32),
-		sign: archsimd.BroadcastUint32x8(1 << 31).AsFloat32x8(),
-		m125: bi(-125), p125: bi(125), p127: bi(127), i1: bi(1), i0: bi(0), i127: bi(127),
-	}
+	c.log2e, c.half, c.ln2hi, c.ln2lo = bc8(1.44269504088896341), bc8(0.5), bc8(0.693359375), bc8(-2.12194440e-4)
+	c.p7, c.p6, c.p5, c.p4, c.p3 = bc8(1.0/5040), bc8(1.0/720), bc8(1.0/120), bc8(1.0/24), bc8(1.0/6)
+	c.one, c.hi, c.lo, c.inf = bc8(1), bc8(88.72284), bc8(-103.97208), bc8(inf32)
+	c.sign = archsimd.BroadcastUint32x8(1 << 31).AsFloat32x8()
+	c.m125, c.p125, c.p127, c.i1, c.i0, c.i127 = bi(-125), bi(125), bi(127), bi(1), bi(0), bi(127)
 }
 
 // exp32x8 is exp32 on 8 lanes: the same reduction, polynomial and special
@@ -77,7 +78,9 @@ func swiglu8(g, up []float32) int {
 	if !vec2Ready {
 		return 0
 	}
-	i, c := 0, newExpK()
+	var c expK
+	c.init()
+	i := 0
 	for ; i+8 <= len(g); i += 8 {
 		st8(g[i:], silu8(ld8(g[i:]), &c).Mul(ld8(up[i:])))
 	}
@@ -89,7 +92,9 @@ func silu8s(x []float32) int {
 	if !vec2Ready {
 		return 0
 	}
-	i, c := 0, newExpK()
+	var c expK
+	c.init()
+	i := 0
 	for ; i+8 <= len(x); i += 8 {
 		st8(x[i:], silu8(ld8(x[i:]), &c))
 	}
@@ -101,7 +106,9 @@ func mulSilu8(o, z []float32) int {
 	if !vec2Ready {
 		return 0
 	}
-	i, c := 0, newExpK()
+	var c expK
+	c.init()
+	i := 0
 	for ; i+8 <= len(o); i += 8 {
 		st8(o[i:], ld8(o[i:]).Mul(silu8(ld8(z[i:]), &c)))
 	}
@@ -113,7 +120,9 @@ func mulSigmoid8(o, g []float32) int {
 	if !vec2Ready {
 		return 0
 	}
-	i, c := 0, newExpK()
+	var c expK
+	c.init()
+	i := 0
 	for ; i+8 <= len(o); i += 8 {
 		st8(o[i:], ld8(o[i:]).Mul(sigmoid8(ld8(g[i:]), &c)))
 	}

@@ -28,7 +28,8 @@ func TestExp32x8(t *testing.T) {
 		t.Skip("the AVX2 kernels run only on CPUs with AVX2 and without AVX-512")
 	}
 	var x, got [8]float32
-	c := newExpK()
+	var c expK
+	c.init()
 	checkExpLanes(t, "exp32x8", x[:], got[:], func() {
 		exp32x8(archsimd.LoadFloat32x8(&x), &c).Store(&got)
 		archsimd.ClearAVXUpperBits()

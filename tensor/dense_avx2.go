@@ -59,6 +59,9 @@ func hsumx8(v archsimd.Float32x8) float32 {
 	q := v.GetLo().Add(v.GetHi())
 	q = q.AddPairs(q)
 	q = q.AddPairs(q)
+	// The lane leaves through a general register and a legacy-SSE MOVD:
+	// clear the upper state first (ClearUpper says why).
+	archsimd.ClearAVXUpperBits()
 	return q.GetElem(0)
 }
 
