@@ -283,7 +283,7 @@ func BenchmarkLUTMulInt8(b *testing.B) {
 // and per-call costs, not the weight stream, set their speed.
 func BenchmarkLUTMulTiny(b *testing.B) {
 	f := mustFormat(b, "LUT4 per-tensor + pcs")
-	for _, s := range [][2]int{{768, 256}, {256, 768}, {4160, 256}} {
+	for _, s := range [][2]int{{64, 256}, {768, 256}, {256, 768}, {4160, 256}} {
 		m := randomMatrix(b, f, s[0], s[1], 0, false, 1)
 		if !m.Int8Activations() {
 			b.Skip("no int8 kernels on this CPU")

@@ -137,20 +137,173 @@
 	VMULPS qoff(R13), acc, acc; \
 	VADDPS acc, f, f
 
-// func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+// A2CODESA loads 32 bytes of codes at off(SI) and splits them into low
+// nibbles (Y4) and high nibbles (Y5).
+#define A2CODESA(off) \
+	VMOVDQU off(SI), Y4; \
+	VPSRLW $4, Y4, Y5; \
+	VPAND Y13, Y4, Y4; \
+	VPAND Y13, Y5, Y5
+
+// A2DOTA adds Σ ℓ·q of the codes Y4/Y5 and the x at off(R14) (low
+// nibbles' columns) and off+64(R14) (high) into acc, as Σ |q|·(ℓ·sgn q):
+// VPSIGNB gives the looked-up ℓ the sign of q (ℓ ≠ −128, so it stays a
+// byte), and |q| (Int8Input.qa, at off(BX) and off+64(BX)) is the
+// unsigned operand of VPMADDUBSW. That is A2DOT's sum without its two
+// VPABSBs (clobbers Y8–Y11).
+#define A2DOTA(off, tab, acc) \
+	VPSHUFB Y4, tab, Y8; \
+	VPSHUFB Y5, tab, Y9; \
+	VPSIGNB off(R14), Y8, Y8; \
+	VPSIGNB off+64(R14), Y9, Y9; \
+	VMOVDQU off(BX), Y10; \
+	VMOVDQU off+64(BX), Y11; \
+	VPMADDUBSW Y8, Y10, Y8; \
+	VPMADDUBSW Y9, Y11, Y9; \
+	VPMADDWD Y14, Y8, Y8; \
+	VPMADDWD Y14, Y9, Y9; \
+	VPADDD Y8, acc, acc; \
+	VPADDD Y9, acc, acc
+
+// SA2STEPA adds one step of a scalar row to Y0/Y1 (lanes 0–7, 8–15).
+#define SA2STEPA \
+	PREFETCHT1 a2Ahead(SI); \
+	A2CODESA(0); \
+	A2DOTA(0, Y12, Y0); \
+	A2CODESA(32); \
+	A2DOTA(32, Y12, Y1); \
+	ADDQ $64, SI; \
+	ADDQ $128, R14; \
+	ADDQ $128, BX
+
+// A2CODESB is A2CODESA for the row after SI's (R12 bytes on).
+#define A2CODESB(off) \
+	VMOVDQU off(SI)(R12*1), Y4; \
+	VPSRLW $4, Y4, Y5; \
+	VPAND Y13, Y4, Y4; \
+	VPAND Y13, Y5, Y5
+
+// A2DOTL is half of A2DOTA: the nibbles in src against the x at
+// off(R14) and |x| at off(BX) (clobbers Y8, Y9).
+#define A2DOTL(off, src, acc) \
+	VPSHUFB src, Y12, Y8; \
+	VPSIGNB off(R14), Y8, Y8; \
+	VMOVDQU off(BX), Y9; \
+	VPMADDUBSW Y8, Y9, Y8; \
+	VPMADDWD Y14, Y8, Y8; \
+	VPADDD Y8, acc, acc
+
+// PA2STEP adds one step of two scalar rows, SI's to Y0/Y1 and the next
+// one's to Y2/Y3: two chains of the same work, so that the CPU overlaps
+// one row's sums and reduction with the other's (one row at a time, a
+// short row's latency, not its work, set the pace).
+#define PA2STEP \
+	PREFETCHT1 a2Ahead(SI); \
+	PREFETCHT1 a2Ahead(SI)(R12*1); \
+	A2CODESA(0); \
+	A2DOTL(0, Y4, Y0); \
+	A2DOTL(64, Y5, Y0); \
+	A2CODESB(0); \
+	A2DOTL(0, Y4, Y2); \
+	A2DOTL(64, Y5, Y2); \
+	A2CODESA(32); \
+	A2DOTL(32, Y4, Y1); \
+	A2DOTL(96, Y5, Y1); \
+	A2CODESB(32); \
+	A2DOTL(32, Y4, Y3); \
+	A2DOTL(96, Y5, Y3); \
+	ADDQ $64, SI; \
+	ADDQ $128, R14; \
+	ADDQ $128, BX
+
+// func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq, xa unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 //
 // For rows consecutive index rows from w (each 64·steps bytes, one
-// table), h[k] = Σ d·S of row k (int8act.go's int8RowGo, bit for bit).
-// The row's float32 lanes stay in Y2 (0–7) and Y3 (8–15).
-TEXT ·lut4I8A2(SB), NOSPLIT, $0-64
+// table), h[k] = Σ d·S of row k (int8act.go's int8RowGo, bit for bit),
+// xa being |xq|. Rows go in pairs (float32 lanes in Y6/Y7 and Y10/Y11,
+// summed together: sum16's order, two rows to a register), then a last
+// odd row alone (lanes in Y2/Y3). rows+56(FP) counts the rows left.
+TEXT ·lut4I8A2(SB), NOSPLIT, $0-72
 	A2MASKS
 	MOVQ tab+0(FP), AX
 	VMOVDQU (AX), Y12
 	VPXOR Y15, Y12, Y12
-	A2ARGS(sdone)
+	MOVQ w+8(FP), SI
+	MOVQ steps+16(FP), CX
+	MOVQ xq+24(FP), DI
+	MOVQ xa+32(FP), R8
+	MOVQ ds+40(FP), R10
+	MOVQ qs+48(FP), R11
+	MOVQ h+64(FP), DX
+	TESTQ CX, CX
+	JLE sdone
+	MOVQ CX, R12
+	SHLQ $6, R12 // bytes of a row
+
+ppair:
+	CMPQ rows+56(FP), $2
+	JLT psingle
+	MOVQ DI, R14
+	MOVQ R8, BX
+	MOVQ R10, R13
+	MOVQ R11, R9
+	MOVQ CX, AX
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+pblock:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	PA2STEP
+	DECQ AX
+	JZ pfold
+	PA2STEP
+	DECQ AX
+	JZ pfold
+	PA2STEP
+	DECQ AX
+	JZ pfold
+	PA2STEP
+	DECQ AX
+
+pfold:
+	A2FOLDR(Y0, 0, Y6)
+	A2FOLDR(Y1, 32, Y7)
+	A2FOLDR(Y2, 0, Y10)
+	A2FOLDR(Y3, 32, Y11)
+	ADDQ $64, R13
+	ADDQ $64, R9
+	TESTQ AX, AX
+	JNZ pblock
+	VADDPS Y7, Y6, Y6
+	VADDPS Y11, Y10, Y10
+	VPERM2F128 $0x20, Y10, Y6, Y8 // [row 0's lanes 0–3, row 1's]
+	VPERM2F128 $0x31, Y10, Y6, Y9 // [lanes 4–7 of each]
+	VADDPS Y9, Y8, Y8
+	VPERMILPS $0xb1, Y8, Y9
+	VADDPS Y9, Y8, Y8
+	VPERMILPS $0x4e, Y8, Y9
+	VADDPS Y9, Y8, Y8
+	VMOVSS X8, (DX)
+	VEXTRACTF128 $1, Y8, X9
+	VMOVSS X9, 4(DX)
+	ADDQ $8, DX
+	ADDQ R12, SI // past the pair's second row
+	SUBQ $2, rows+56(FP)
+	JMP ppair
+
+psingle:
+	MOVQ rows+56(FP), R12
+	TESTQ R12, R12
+	JLE sdone
 
 srow:
 	MOVQ DI, R14
+	MOVQ R8, BX
 	MOVQ R10, R13
 	MOVQ R11, R9
 	MOVQ CX, AX
@@ -160,16 +313,16 @@ srow:
 sblock:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
-	SA2STEP
+	SA2STEPA
 	DECQ AX
 	JZ sfold
-	SA2STEP
+	SA2STEPA
 	DECQ AX
 	JZ sfold
-	SA2STEP
+	SA2STEPA
 	DECQ AX
 	JZ sfold
-	SA2STEP
+	SA2STEPA
 	DECQ AX
 
 sfold:

@@ -73,6 +73,7 @@ type Int8Input struct {
 	xr       tensor.Matrix // x' when the matrix rotates its input
 	xp       tensor.Matrix // x' zero-padded to whole steps, when in is not a multiple of 128
 	qs       []int32       // [rows][blocks][16] 128·Σ q over each scale group (the AVX2 kernels' correction), or empty
+	qa       []int8        // |q| (the AVX2 one-row kernel's unsigned operand), or empty
 	qi       []int8        // q's rows by chunks of eight, interleaved by step (int8rows.go), or empty
 	di       []float32     // d's likewise
 }
@@ -203,16 +204,18 @@ func (m *Matrix) QuantizeInput(q *Int8Input, x *tensor.Matrix) {
 	q.q = grow(q.q, x.Rows*steps*int8Step)
 	q.d = grow(q.d, x.Rows*nb)
 	q.k = grow(q.k, x.Rows)
-	q.qs = q.qs[:0]
+	q.qs, q.qa = q.qs[:0], q.qa[:0]
 	if int8A2 && useFast {
 		q.qs = grow(q.qs, x.Rows*nb)
+		q.qa = grow(q.qa, x.Rows*steps*int8Step)
 	}
 	for t := range x.Rows {
 		var qs []int32
+		var qa []int8
 		if len(q.qs) > 0 {
-			qs = q.qs[t*nb:][:nb]
+			qs, qa = q.qs[t*nb:][:nb], q.qa[t*steps*int8Step:][:steps*int8Step]
 		}
-		q.k[t] = quantizeRow(q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb], qs, x.Row(t))
+		q.k[t] = quantizeRow(q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb], qs, qa, x.Row(t))
 	}
 	q.interleave(steps, nb)
 }
@@ -226,18 +229,26 @@ func grow[E any](s []E, n int) []E {
 
 // quantizeRow writes x quantized per scale group into q (phase layout,
 // zeros past x) and d ([blocks][16]), and returns k = 128·Σ_G d_G·Σ_{j∈G} q_j;
-// qs, when not nil, gets laneSums(qs, q).
-func quantizeRow(q []int8, d []float32, qs []int32, x []float32) float32 {
+// qs, when not nil, gets laneSums(qs, q), and qa |q|.
+func quantizeRow(q []int8, d []float32, qs []int32, qa []int8, x []float32) float32 {
 	if useFast {
-		if k, ok := quantizeFast(q, d, qs, x); ok {
+		if k, ok := quantizeFast(q, d, qs, qa, x); ok {
 			return k
 		}
 	}
 	k := quantizeRowGo(q, d, x)
 	if qs != nil {
 		laneSums(qs, q)
+		absCodes(qa, q)
 	}
 	return k
+}
+
+// absCodes sets qa to |q| (codes are in [−127, 127]).
+func absCodes(qa, q []int8) {
+	for i, c := range q {
+		qa[i] = max(c, -c)
+	}
 }
 
 // quantizeRowGo is quantizeRow in plain Go (any width).
@@ -348,14 +359,15 @@ func (m *Matrix) int8Rows(y []float32, q *Int8Input, t, r0, r1 int) {
 	nb := 16 * ((m.in + int8Block - 1) / int8Block)
 	qx, dx := q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb]
 	var qs []int32
+	var qa []int8
 	if len(q.qs) > 0 {
-		qs = q.qs[t*nb:][:nb]
+		qs, qa = q.qs[t*nb:][:nb], q.qa[t*steps*int8Step:][:steps*int8Step]
 	}
 	idx, n := m.codes8()
 	d := m.f.Dim
 	for r := r0; r < r1; {
 		if Int8Kernels() && useFast {
-			if r = m.int8Kernel(y, qx, dx, qs, r, r1); r == r1 {
+			if r = m.int8Kernel(y, qx, dx, qs, qa, r, r1); r == r1 {
 				break
 			}
 		}

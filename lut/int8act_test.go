@@ -311,9 +311,10 @@ func TestInt8QuantizeTwin(t *testing.T) {
 			qa, qb := make([]int8, in), make([]int8, in)
 			da, db := make([]float32, nb), make([]float32, nb)
 			sa, sb := make([]int32, nb), make([]int32, nb)
+			aa := make([]int8, in)
 			kb := quantizeRowGo(qb, db, x.Row(tt))
 			laneSums(sb, qb)
-			ka, ok := quantizeFast(qa, da, sa, x.Row(tt))
+			ka, ok := quantizeFast(qa, da, sa, aa, x.Row(tt))
 			if !ok {
 				if int8Ready {
 					t.Fatalf("in %d: the vector quantizer declined a row of whole steps", in)
@@ -327,6 +328,9 @@ func TestInt8QuantizeTwin(t *testing.T) {
 				if qa[i] != qb[i] {
 					t.Fatalf("in %d row %d: code %d = %d, portable %d", in, tt, i, qa[i], qb[i])
 				}
+				if aa[i] != max(qb[i], -qb[i]) {
+					t.Fatalf("in %d row %d: |code| %d = %d, code %d", in, tt, i, aa[i], qb[i])
+				}
 			}
 			for i := range da {
 				if math.Float32bits(da[i]) != math.Float32bits(db[i]) {
@@ -338,7 +342,7 @@ func TestInt8QuantizeTwin(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := quantizeFast(make([]int8, 192), make([]float32, 16), nil, make([]float32, 192)); ok {
+	if _, ok := quantizeFast(make([]int8, 192), make([]float32, 16), nil, nil, make([]float32, 192)); ok {
 		t.Error("the vector quantizer took a row of 192 columns")
 	}
 }
