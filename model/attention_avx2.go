@@ -42,16 +42,42 @@ func attendScores8(w, q, K []float32, n, stride, off int, scale float32) bool {
 	return true
 }
 
-// scores8 sets w[τ] = q·k_τ for τ < n (attendScores8's dot products). It
-// is a function of its own so that no float32 variable (scale) is live
-// across its vector loops: the compiler would reload it there with a
-// legacy-SSE MOVSS, which after 256-bit code costs ~125 ns on some x86
-// hosts (BENCHMARKS.md); it clears the upper state before returning.
-//
-//go:noinline
+// scores8 sets w[τ] = q·k_τ for τ < n (attendScores8's dot products):
+// groups of four positions by scores4x8 (attention_avx2_amd64.s), the
+// rest as scores8Go computes them. It clears the upper state before
+// returning.
 func scores8(w, q, K []float32, n, stride, off int) {
 	D := len(q)
-	tau := 0
+	g := n / 4
+	if g > 0 && useAsm8 {
+		_ = K[(4*g-1)*stride+off:][:D] // the last row the kernel reads
+		_ = w[:4*g]
+		scores4x8(unsafe.Pointer(&w[0]), unsafe.Pointer(&q[0]), unsafe.Pointer(&K[off]), g, stride, D)
+		scoresGo8(w, q, K, 4*g, n, stride, off)
+		return
+	}
+	scoresGo8(w, q, K, 0, n, stride, off)
+}
+
+// useAsm8 switches the assembly kernels off for their twin tests.
+var useAsm8 = true
+
+//go:noescape
+func scores4x8(w, q, k unsafe.Pointer, groups, stride, d int)
+
+//go:noescape
+func values8x8(o, w, v unsafe.Pointer, n, stride, d int)
+
+// scoresGo8 is scores4x8's Go twin for positions [tau, n): four at a
+// time, then one by one, each score with scores4x8's bits. It is a
+// function of its own so that no float32 variable (scale) is live across
+// its vector loops: the compiler would reload it there with a legacy-SSE
+// MOVSS, which after 256-bit code costs ~125 ns on some x86 hosts
+// (BENCHMARKS.md); it clears the upper state before returning.
+//
+//go:noinline
+func scoresGo8(w, q, K []float32, tau, n, stride, off int) {
+	D := len(q)
 	qp := unsafe.Pointer(&q[0])
 	for ; tau+4 <= n; tau += 4 { // four positions a pass: each chunk of q is loaded once for them
 		// The rows' bounds are checked here, once; the loop below reads
@@ -146,6 +172,18 @@ func softmaxScores8(w []float32, n int, scale float32) {
 // attend's order (a product, then a sum: axpy's operations). It needs D
 // a multiple of 32 (attendScores8 ran).
 func attendValues8(o, w, V []float32, n, stride, off int) {
+	D := len(o)
+	if D%64 == 0 && n > 0 && useAsm8 {
+		_ = V[(n-1)*stride+off:][:D] // the last row the kernel reads
+		_ = w[:n]
+		values8x8(unsafe.Pointer(&o[0]), unsafe.Pointer(&w[0]), unsafe.Pointer(&V[off]), n, stride, D)
+		return
+	}
+	values8Go(o, w, V, n, stride, off)
+}
+
+// values8Go is values8x8's Go twin (any D a multiple of 32).
+func values8Go(o, w, V []float32, n, stride, off int) {
 	D := len(o)
 	for c := 0; c < D; c += 32 {
 		var o0, o1, o2, o3 f32x8

@@ -1,0 +1,154 @@
+//go:build goexperiment.simd
+
+#include "textflag.h"
+
+// Decode attention's dot products and weighted sums for AVX2 hosts
+// (attention_avx2.go has their Go twins, scores8Go and values8Go, and
+// says what the bits are). Assembly because the Go compiler's code for
+// these loops spent more on slicing and spilling than on the arithmetic.
+
+// func scores4x8(w, q, k unsafe.Pointer, groups, stride, d int)
+//
+// For τ < 4·groups: w[τ] = q·k_τ, k_τ at k + 4·stride·τ bytes, d floats
+// (a multiple of 16). Four positions a pass: a_i gathers the products of
+// columns 16j … 16j+7 (fused multiply-adds in column order), b_i those of
+// 16j+8 … 16j+15; the score is the lanes of a_i + b_i summed as
+// storeScore8 sums them (halves, then adjacent pairs, then the pair
+// sums), four scores to a 16-byte store.
+TEXT ·scores4x8(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ q+8(FP), SI
+	MOVQ k+16(FP), R8
+	MOVQ groups+24(FP), DX
+	MOVQ stride+32(FP), R9
+	MOVQ d+40(FP), BX
+	SHLQ $2, R9 // bytes between positions
+	SHLQ $2, BX // bytes of a row
+	LEAQ (R9)(R9*2), R10
+	TESTQ DX, DX
+	JLE sdone
+
+sgroup:
+	LEAQ (R8)(R9*1), R11
+	LEAQ (R8)(R9*2), R12
+	LEAQ (R8)(R10*1), R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ CX, CX
+
+scol:
+	VMOVUPS (SI)(CX*1), Y8
+	VMOVUPS 32(SI)(CX*1), Y9
+	VFMADD231PS (R8)(CX*1), Y8, Y0
+	VFMADD231PS 32(R8)(CX*1), Y9, Y1
+	VFMADD231PS (R11)(CX*1), Y8, Y2
+	VFMADD231PS 32(R11)(CX*1), Y9, Y3
+	VFMADD231PS (R12)(CX*1), Y8, Y4
+	VFMADD231PS 32(R12)(CX*1), Y9, Y5
+	VFMADD231PS (R13)(CX*1), Y8, Y6
+	VFMADD231PS 32(R13)(CX*1), Y9, Y7
+	ADDQ $64, CX
+	CMPQ CX, BX
+	JLT scol
+
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y5, Y4, Y4
+	VADDPS Y7, Y6, Y6
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VEXTRACTF128 $1, Y2, X3
+	VADDPS X3, X2, X2
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS X5, X4, X4
+	VEXTRACTF128 $1, Y6, X7
+	VADDPS X7, X6, X6
+	VHADDPS X2, X0, X0
+	VHADDPS X6, X4, X4
+	VHADDPS X4, X0, X0
+	VMOVUPS X0, (DI)
+	ADDQ $16, DI
+	LEAQ (R8)(R9*4), R8
+	DECQ DX
+	JNZ sgroup
+
+sdone:
+	VZEROUPPER
+	RET
+
+// func values8x8(o, w, v unsafe.Pointer, n, stride, d int)
+//
+// o[c] = Σ_τ w[τ]·v_τ[c] for c < d (a multiple of 64), v_τ at v +
+// 4·stride·τ bytes: per chunk of 64 columns, eight accumulators, and per
+// position a product then a sum (VMULPS, VADDPS), in τ order: axpy's
+// operations, attend's bits.
+TEXT ·values8x8(SB), NOSPLIT, $0-48
+	MOVQ o+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ v+16(FP), R8
+	MOVQ n+24(FP), DX
+	MOVQ stride+32(FP), R9
+	MOVQ d+40(FP), BX
+	SHLQ $2, R9
+	TESTQ DX, DX
+	JLE vdone
+	TESTQ BX, BX
+	JLE vdone
+
+vchunk:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ R8, R10 // this chunk's column in position 0
+	XORQ CX, CX
+
+vpos:
+	VBROADCASTSS (SI)(CX*4), Y8
+	VMULPS (R10), Y8, Y9
+	VMULPS 32(R10), Y8, Y10
+	VMULPS 64(R10), Y8, Y11
+	VMULPS 96(R10), Y8, Y12
+	VADDPS Y9, Y0, Y0
+	VADDPS Y10, Y1, Y1
+	VADDPS Y11, Y2, Y2
+	VADDPS Y12, Y3, Y3
+	VMULPS 128(R10), Y8, Y9
+	VMULPS 160(R10), Y8, Y10
+	VMULPS 192(R10), Y8, Y11
+	VMULPS 224(R10), Y8, Y12
+	VADDPS Y9, Y4, Y4
+	VADDPS Y10, Y5, Y5
+	VADDPS Y11, Y6, Y6
+	VADDPS Y12, Y7, Y7
+	ADDQ R9, R10
+	INCQ CX
+	CMPQ CX, DX
+	JLT vpos
+
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ $256, R8
+	SUBQ $64, BX
+	JG vchunk
+
+vdone:
+	VZEROUPPER
+	RET
