@@ -12,18 +12,21 @@
 // AVX2 has no unsigned-by-signed dot product without saturation, so the
 // kernels multiply signed values: VPSHUFB looks the codes up in the
 // codebook ℓ (the 16 bytes ℓ + 128 of the AVX-512 table, xor 0x80, in both
-// 128-bit halves), VPSIGNB gives x its weight's sign and VPABSB the weight
-// its magnitude, VPMADDUBSW multiplies |ℓ| (≤ 127) by ±q (|q| ≤ 127) and
-// adds adjacent pairs in int16 (≤ 32,258: no saturation), VPMADDWD adds
-// pairs of those into int32 lanes of four bytes each, as VPDPBUSD does.
-// That is Σ ℓ·q, exactly; the AVX-512 kernels' sums are Σ (ℓ + 128)·q,
-// so each block's lanes get 128·Σ q added from qs (made once per input,
-// Int8Input.qs) before the float32 steps, which then run in the portable
-// twin's order: f_l += float32(S_l)·d_(b,l) (a product and a sum, no FMA),
-// and at the end the sum16 tree. One row of x at a time, or three or two
-// for scalar rows (lut4I8A2x3, lut4I8A2x2: verify blocks, batched
-// steps); the next 4 KiB
-// of codes are prefetched into L2 as in int8_amd64.s.
+// 128-bit halves; |ℓ| ≤ 127), VPMADDUBSW multiplies a magnitude (≤ 127)
+// by a signed byte (|·| ≤ 127) and adds adjacent pairs in int16 (≤ 32,258:
+// no saturation), VPMADDWD adds pairs of those into int32 lanes of four
+// bytes each, as VPDPBUSD does. The one-row kernels multiply |q|
+// (Int8Input.qa) by ℓ·sgn(q) (VPSIGNB on the looked-up ℓ); the multi-row
+// ones, which share each lookup between rows of x, multiply |ℓ| (VPABSB,
+// once) by q·sgn(ℓ). Either is Σ ℓ·q, exactly; the AVX-512 kernels' sums
+// are Σ (ℓ + 128)·q, so each block's lanes get 128·Σ q added from qs (made
+// once per input, Int8Input.qs) before the float32 steps, which then run
+// in the portable twin's order: f_l += float32(S_l)·d_(b,l) (a product
+// and a sum, no FMA), and at the end the sum16 tree (f_l + f_(l+8), then
+// halves, then adjacent pairs). Scalar rows go two at a time for one row
+// of x (lut4I8A2), one at a time for three or two rows of x (lut4I8A2x3,
+// lut4I8A2x2: verify blocks, batched steps); the next 4 KiB of codes are
+// prefetched into L2 as in int8_amd64.s.
 
 #define a2Ahead 4096
 
@@ -39,57 +42,6 @@
 	MOVL $0x80808080, BX; \
 	VMOVQ BX, X15; \
 	VPBROADCASTD X15, Y15
-
-// A2CODES loads 32 bytes of codes at off(SI) and splits them into low
-// nibbles (Y4) and high nibbles (Y5), and the matching x: the low
-// nibbles' columns (Y6) and the high ones' (Y7).
-#define A2CODES(off, xoff) \
-	VMOVDQU off(SI), Y4; \
-	VPSRLW $4, Y4, Y5; \
-	VPAND Y13, Y4, Y4; \
-	VPAND Y13, Y5, Y5; \
-	VMOVDQU off(R14), Y6; \
-	VMOVDQU xoff(R14), Y7
-
-// A2DOT adds Σ ℓ·q of the codes Y4/Y5 and x Y6/Y7 with table tab into
-// the int32 lanes of acc (clobbers Y8–Y11).
-#define A2DOT(tab, acc) \
-	VPSHUFB Y4, tab, Y8; \
-	VPSHUFB Y5, tab, Y9; \
-	VPSIGNB Y8, Y6, Y10; \
-	VPSIGNB Y9, Y7, Y11; \
-	VPABSB Y8, Y8; \
-	VPABSB Y9, Y9; \
-	VPMADDUBSW Y10, Y8, Y8; \
-	VPMADDUBSW Y11, Y9, Y9; \
-	VPMADDWD Y14, Y8, Y8; \
-	VPMADDWD Y14, Y9, Y9; \
-	VPADDD Y8, acc, acc; \
-	VPADDD Y9, acc, acc
-
-// A2FOLD adds the block's int32 lanes acc plus 128·Σq (at qoff(R9)) times
-// the scales (at qoff(R13)) to the float32 lanes at foff(SP).
-#define A2FOLD(acc, qoff, foff) \
-	VPADDD qoff(R9), acc, acc; \
-	VCVTDQ2PS acc, acc; \
-	VMULPS qoff(R13), acc, acc; \
-	VADDPS foff(SP), acc, acc; \
-	VMOVUPS acc, foff(SP)
-
-// A2SUM16 sums the 16 float32 lanes at foff(SP) (lanes 0–7) and foff+32
-// in sum16's order (f_l + f_(l+8), then halves, then adjacent pairs) and
-// stores the result to (DX).
-#define A2SUM16(foff, foff8) \
-	VMOVUPS foff(SP), Y8; \
-	VADDPS foff8(SP), Y8, Y8; \
-	VEXTRACTF128 $1, Y8, X9; \
-	VADDPS X9, X8, X8; \
-	VPERMILPS $0xb1, X8, X9; \
-	VADDPS X9, X8, X8; \
-	VMOVHLPS X8, X8, X9; \
-	VADDSS X9, X8, X8; \
-	VMOVSS X8, (DX); \
-	ADDQ $4, DX
 
 // A2ARGS loads the kernels' other arguments (rows SI, steps CX, x DI,
 // scales R10, lane sums R11, rows R12, sums DX) and jumps to done when
@@ -107,30 +59,73 @@
 	TESTQ CX, CX; \
 	JLE done
 
-// A2ROW starts a row: x, scales and lane sums from their starts, the
-// float32 lanes (nf bytes of the frame) zeroed.
-#define A2ROW \
-	MOVQ DI, R14; \
-	MOVQ R10, R13; \
-	MOVQ R11, R9; \
-	MOVQ CX, AX; \
-	VXORPS Y8, Y8, Y8; \
-	VMOVUPS Y8, 0(SP); \
-	VMOVUPS Y8, 32(SP); \
-	VMOVUPS Y8, 64(SP); \
-	VMOVUPS Y8, 96(SP)
+// A2LOOK looks the 32 code bytes at off(SI) up in the table Y12: ℓ of the
+// low nibbles to Y8 and of the high ones to Y9, their magnitudes to Y10
+// and Y11 (clobbers Y4, Y5).
+#define A2LOOK(off) \
+	VMOVDQU off(SI), Y4; \
+	VPSRLW $4, Y4, Y5; \
+	VPAND Y13, Y4, Y4; \
+	VPAND Y13, Y5, Y5; \
+	VPSHUFB Y4, Y12, Y8; \
+	VPSHUFB Y5, Y12, Y9; \
+	VPABSB Y8, Y10; \
+	VPABSB Y9, Y11
 
-// SA2STEP adds one step of a scalar row to Y0/Y1 (lanes 0–7, 8–15).
-#define SA2STEP \
+// A2ROWDOT adds Σ ℓ·q of the looked-up half step (Y8–Y11) and the x of
+// one row (low nibbles' columns at xlo, high ones' at xhi) into acc
+// (clobbers Y4, Y5): q·sgn(ℓ) times |ℓ|.
+#define A2ROWDOT(xlo, xhi, acc) \
+	VMOVDQU xlo, Y4; \
+	VMOVDQU xhi, Y5; \
+	VPSIGNB Y8, Y4, Y4; \
+	VPSIGNB Y9, Y5, Y5; \
+	VPMADDUBSW Y4, Y10, Y4; \
+	VPMADDUBSW Y5, Y11, Y5; \
+	VPMADDWD Y14, Y4, Y4; \
+	VPMADDWD Y14, Y5, Y5; \
+	VPADDD Y4, acc, acc; \
+	VPADDD Y5, acc, acc
+
+// X3STEP adds one step of a scalar row against three rows of x (at R14,
+// R14 + R8, R14 + 2·R8) to Y0/Y1, Y2/Y3 and Y6/Y7 (lanes 0–7, 8–15).
+#define X3STEP \
 	PREFETCHT1 a2Ahead(SI); \
-	A2CODES(0, 64); \
-	A2DOT(Y12, Y0); \
-	A2CODES(32, 96); \
-	A2DOT(Y12, Y1); \
+	A2LOOK(0); \
+	A2ROWDOT(0(R14), 64(R14), Y0); \
+	A2ROWDOT(0(R14)(R8*1), 64(R14)(R8*1), Y2); \
+	A2ROWDOT(0(R14)(R8*2), 64(R14)(R8*2), Y6); \
+	A2LOOK(32); \
+	A2ROWDOT(32(R14), 96(R14), Y1); \
+	A2ROWDOT(32(R14)(R8*1), 96(R14)(R8*1), Y3); \
+	A2ROWDOT(32(R14)(R8*2), 96(R14)(R8*2), Y7); \
 	ADDQ $64, SI; \
 	ADDQ $128, R14
 
-// A2FOLDR is A2FOLD into float32 lanes held in register f.
+// A2FOLDM adds a block's int32 lanes acc plus 128·Σq (at qmem) times the
+// scales (at dmem) to the float32 lanes at foff(SP).
+#define A2FOLDM(acc, qmem, dmem, foff) \
+	VPADDD qmem, acc, acc; \
+	VCVTDQ2PS acc, acc; \
+	VMULPS dmem, acc, acc; \
+	VADDPS foff(SP), acc, acc; \
+	VMOVUPS acc, foff(SP)
+
+// A2SUM16M sums the 16 float32 lanes at foff(SP) and foff8(SP) in sum16's
+// order and stores the sum to mem.
+#define A2SUM16M(foff, foff8, mem) \
+	VMOVUPS foff(SP), Y8; \
+	VADDPS foff8(SP), Y8, Y8; \
+	VEXTRACTF128 $1, Y8, X9; \
+	VADDPS X9, X8, X8; \
+	VPERMILPS $0xb1, X8, X9; \
+	VADDPS X9, X8, X8; \
+	VMOVHLPS X8, X8, X9; \
+	VADDSS X9, X8, X8; \
+	VMOVSS X8, mem
+
+// A2FOLDR is A2FOLDM for the one-row kernels: lane sums at qoff(R9),
+// scales at qoff(R13), float32 lanes in register f.
 #define A2FOLDR(acc, qoff, f) \
 	VPADDD qoff(R9), acc, acc; \
 	VCVTDQ2PS acc, acc; \
@@ -349,33 +344,68 @@ sdone:
 	RET
 
 // VA2STEP adds one step of a 2-vector row: component 0 (table Y12) to
-// Y0/Y1, component 1 (table Y3) to Y2/Y15.
+// Y0/Y1, component 1 (table Y3) to Y2/Y15, as A2DOTA's sums.
 #define VA2STEP \
 	PREFETCHT1 a2Ahead(SI); \
-	A2CODES(0, 64); \
-	A2DOT(Y12, Y0); \
-	A2DOT(Y3, Y2); \
-	A2CODES(32, 96); \
-	A2DOT(Y12, Y1); \
-	A2DOT(Y3, Y15); \
+	A2CODESA(0); \
+	A2DOTT(0, Y4, Y12, Y0); \
+	A2DOTT(64, Y5, Y12, Y0); \
+	A2DOTT(0, Y4, Y3, Y2); \
+	A2DOTT(64, Y5, Y3, Y2); \
+	A2CODESA(32); \
+	A2DOTT(32, Y4, Y12, Y1); \
+	A2DOTT(96, Y5, Y12, Y1); \
+	A2DOTT(32, Y4, Y3, Y15); \
+	A2DOTT(96, Y5, Y3, Y15); \
 	ADDQ $64, SI; \
-	ADDQ $128, R14
+	ADDQ $128, R14; \
+	ADDQ $128, BX
 
-// func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+// A2DOTT is A2DOTL with the table in tab.
+#define A2DOTT(off, src, tab, acc) \
+	VPSHUFB src, tab, Y8; \
+	VPSIGNB off(R14), Y8, Y8; \
+	VMOVDQU off(BX), Y9; \
+	VPMADDUBSW Y8, Y9, Y8; \
+	VPMADDWD Y14, Y8, Y8; \
+	VPADDD Y8, acc, acc
+
+// func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq, xa unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 //
 // lut4I8A2 for 2-vector 2x16 rows: h[2k+c] of index row k, component c
-// (tables tab[0:64] and tab[64:128]).
-TEXT ·vec2I8A2(SB), NOSPLIT, $128-64
+// (tables tab[0:64] and tab[64:128]). The two components' float32 lanes
+// stay in Y6/Y7 and Y10/Y11 and are summed together, as lut4I8A2 sums a
+// pair of rows.
+TEXT ·vec2I8A2(SB), NOSPLIT, $0-72
 	A2MASKS
 	MOVQ tab+0(FP), AX
 	VMOVDQU (AX), Y12
 	VPXOR Y15, Y12, Y12
 	VMOVDQU 64(AX), Y3
 	VPXOR Y15, Y3, Y3
-	A2ARGS(wdone)
+	MOVQ w+8(FP), SI
+	MOVQ steps+16(FP), CX
+	MOVQ xq+24(FP), DI
+	MOVQ xa+32(FP), R8
+	MOVQ ds+40(FP), R10
+	MOVQ qs+48(FP), R11
+	MOVQ rows+56(FP), R12
+	MOVQ h+64(FP), DX
+	TESTQ R12, R12
+	JLE wdone
+	TESTQ CX, CX
+	JLE wdone
 
 wrow:
-	A2ROW
+	MOVQ DI, R14
+	MOVQ R8, BX
+	MOVQ R10, R13
+	MOVQ R11, R9
+	MOVQ CX, AX
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
 
 wblock:
 	VPXOR Y0, Y0, Y0
@@ -395,85 +425,33 @@ wblock:
 	DECQ AX
 
 wfold:
-	A2FOLD(Y0, 0, 0)
-	A2FOLD(Y1, 32, 32)
-	A2FOLD(Y2, 0, 64)
-	A2FOLD(Y15, 32, 96)
+	A2FOLDR(Y0, 0, Y6)
+	A2FOLDR(Y1, 32, Y7)
+	A2FOLDR(Y2, 0, Y10)
+	A2FOLDR(Y15, 32, Y11)
 	ADDQ $64, R13
 	ADDQ $64, R9
 	TESTQ AX, AX
 	JNZ wblock
-	A2SUM16(0, 32)
-	A2SUM16(64, 96)
+	VADDPS Y7, Y6, Y6
+	VADDPS Y11, Y10, Y10
+	VPERM2F128 $0x20, Y10, Y6, Y8
+	VPERM2F128 $0x31, Y10, Y6, Y9
+	VADDPS Y9, Y8, Y8
+	VPERMILPS $0xb1, Y8, Y9
+	VADDPS Y9, Y8, Y8
+	VPERMILPS $0x4e, Y8, Y9
+	VADDPS Y9, Y8, Y8
+	VMOVSS X8, (DX)
+	VEXTRACTF128 $1, Y8, X9
+	VMOVSS X9, 4(DX)
+	ADDQ $8, DX
 	DECQ R12
 	JNZ wrow
 
 wdone:
 	VZEROUPPER
 	RET
-
-// A2LOOK looks the 32 code bytes at off(SI) up in the table Y12: ℓ of the
-// low nibbles to Y8 and of the high ones to Y9, their magnitudes to Y10
-// and Y11 (clobbers Y4, Y5).
-#define A2LOOK(off) \
-	VMOVDQU off(SI), Y4; \
-	VPSRLW $4, Y4, Y5; \
-	VPAND Y13, Y4, Y4; \
-	VPAND Y13, Y5, Y5; \
-	VPSHUFB Y4, Y12, Y8; \
-	VPSHUFB Y5, Y12, Y9; \
-	VPABSB Y8, Y10; \
-	VPABSB Y9, Y11
-
-// A2ROWDOT adds Σ ℓ·q of the looked-up half step (Y8–Y11) and the x of
-// one row (low nibbles' columns at xlo, high ones' at xhi) into acc
-// (clobbers Y4, Y5): A2DOT's operations with the lookups shared.
-#define A2ROWDOT(xlo, xhi, acc) \
-	VMOVDQU xlo, Y4; \
-	VMOVDQU xhi, Y5; \
-	VPSIGNB Y8, Y4, Y4; \
-	VPSIGNB Y9, Y5, Y5; \
-	VPMADDUBSW Y4, Y10, Y4; \
-	VPMADDUBSW Y5, Y11, Y5; \
-	VPMADDWD Y14, Y4, Y4; \
-	VPMADDWD Y14, Y5, Y5; \
-	VPADDD Y4, acc, acc; \
-	VPADDD Y5, acc, acc
-
-// X3STEP adds one step of a scalar row against three rows of x (at R14,
-// R14 + R8, R14 + 2·R8) to Y0/Y1, Y2/Y3 and Y6/Y7 (lanes 0–7, 8–15).
-#define X3STEP \
-	PREFETCHT1 a2Ahead(SI); \
-	A2LOOK(0); \
-	A2ROWDOT(0(R14), 64(R14), Y0); \
-	A2ROWDOT(0(R14)(R8*1), 64(R14)(R8*1), Y2); \
-	A2ROWDOT(0(R14)(R8*2), 64(R14)(R8*2), Y6); \
-	A2LOOK(32); \
-	A2ROWDOT(32(R14), 96(R14), Y1); \
-	A2ROWDOT(32(R14)(R8*1), 96(R14)(R8*1), Y3); \
-	A2ROWDOT(32(R14)(R8*2), 96(R14)(R8*2), Y7); \
-	ADDQ $64, SI; \
-	ADDQ $128, R14
-
-// A2FOLDM is A2FOLD with the lane sums at qmem and the scales at dmem.
-#define A2FOLDM(acc, qmem, dmem, foff) \
-	VPADDD qmem, acc, acc; \
-	VCVTDQ2PS acc, acc; \
-	VMULPS dmem, acc, acc; \
-	VADDPS foff(SP), acc, acc; \
-	VMOVUPS acc, foff(SP)
-
-// A2SUM16M is A2SUM16 storing to mem, without advancing a pointer.
-#define A2SUM16M(foff, foff8, mem) \
-	VMOVUPS foff(SP), Y8; \
-	VADDPS foff8(SP), Y8, Y8; \
-	VEXTRACTF128 $1, Y8, X9; \
-	VADDPS X9, X8, X8; \
-	VPERMILPS $0xb1, X8, X9; \
-	VADDPS X9, X8, X8; \
-	VMOVHLPS X8, X8, X9; \
-	VADDSS X9, X8, X8; \
-	VMOVSS X8, mem
 
 // func lut4I8A2x3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
 //
