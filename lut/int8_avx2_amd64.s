@@ -188,10 +188,10 @@
 	VPMADDWD Y14, Y8, Y8; \
 	VPADDD Y8, acc, acc
 
-// PA2STEP adds one step of two scalar rows, SI's to Y0/Y1 and the next
-// one's to Y2/Y3: two chains of the same work, so that the CPU overlaps
-// one row's sums and reduction with the other's (one row at a time, a
-// short row's latency, not its work, set the pace).
+// PA2STEP adds one step of two scalar rows, SI's to Y0/Y1 and the one
+// R12 bytes on to Y2/Y3: two chains of the same work, so that the CPU
+// overlaps one row's sums and reduction with the other's (one row at a
+// time, a short row's latency, not its work, set the pace).
 #define PA2STEP \
 	PREFETCHT1 a2Ahead(SI); \
 	PREFETCHT1 a2Ahead(SI)(R12*1); \
@@ -215,10 +215,14 @@
 //
 // For rows consecutive index rows from w (each 64·steps bytes, one
 // table), h[k] = Σ d·S of row k (int8act.go's int8RowGo, bit for bit),
-// xa being |xq|. Rows go in pairs (float32 lanes in Y6/Y7 and Y10/Y11,
-// summed together: sum16's order, two rows to a register), then a last
-// odd row alone (lanes in Y2/Y3). rows+56(FP) counts the rows left.
-TEXT ·lut4I8A2(SB), NOSPLIT, $0-72
+// xa being |xq|. Rows go in pairs, k and k + ⌊rows/2⌋ (float32 lanes in
+// Y6/Y7 and Y10/Y11, summed together: sum16's order, two rows to a
+// register), so that each pair reads two rows that are each a forward
+// stream through memory (rows next to each other, read in turns, read
+// DRAM a third slower); then a last odd row alone (lanes in Y2/Y3).
+// R12 and R15 are the bytes from a pair's first row to its second and
+// from its first sum to its second; rows+56(FP) counts the pairs left.
+TEXT ·lut4I8A2(SB), NOSPLIT, $8-72
 	A2MASKS
 	MOVQ tab+0(FP), AX
 	VMOVDQU (AX), Y12
@@ -232,12 +236,18 @@ TEXT ·lut4I8A2(SB), NOSPLIT, $0-72
 	MOVQ h+64(FP), DX
 	TESTQ CX, CX
 	JLE sdone
+	MOVQ rows+56(FP), AX
+	SHRQ $1, AX // pairs
+	MOVQ AX, R15
+	SHLQ $2, R15 // bytes from a pair's first sum to its second
 	MOVQ CX, R12
-	SHLQ $6, R12 // bytes of a row
+	SHLQ $6, R12
+	IMULQ AX, R12 // bytes from a pair's first row to its second
+	MOVQ AX, pairs-8(SP)
 
 ppair:
-	CMPQ rows+56(FP), $2
-	JLT psingle
+	CMPQ pairs-8(SP), $0
+	JEQ plast
 	MOVQ DI, R14
 	MOVQ R8, BX
 	MOVQ R10, R13
@@ -276,7 +286,7 @@ pfold:
 	JNZ pblock
 	VADDPS Y7, Y6, Y6
 	VADDPS Y11, Y10, Y10
-	VPERM2F128 $0x20, Y10, Y6, Y8 // [row 0's lanes 0–3, row 1's]
+	VPERM2F128 $0x20, Y10, Y6, Y8 // [row k's lanes 0–3, row k + pairs' lanes 0–3]
 	VPERM2F128 $0x31, Y10, Y6, Y9 // [lanes 4–7 of each]
 	VADDPS Y9, Y8, Y8
 	VPERMILPS $0xb1, Y8, Y9
@@ -285,16 +295,18 @@ pfold:
 	VADDPS Y9, Y8, Y8
 	VMOVSS X8, (DX)
 	VEXTRACTF128 $1, Y8, X9
-	VMOVSS X9, 4(DX)
-	ADDQ $8, DX
-	ADDQ R12, SI // past the pair's second row
-	SUBQ $2, rows+56(FP)
+	VMOVSS X9, (DX)(R15*1)
+	ADDQ $4, DX
+	DECQ pairs-8(SP)
 	JMP ppair
 
-psingle:
+plast: // past the pairs' second rows and sums
+	ADDQ R12, SI
+	ADDQ R15, DX
 	MOVQ rows+56(FP), R12
-	TESTQ R12, R12
-	JLE sdone
+	ANDQ $1, R12
+	JZ sdone
+	JMP srow
 
 srow:
 	MOVQ DI, R14
