@@ -391,8 +391,8 @@ func (m *Matrix) int8Scale(y []float32, k float32, r0, r1 int) {
 			end = min(end, (g+1)*m.rowsG*d)
 		}
 		c, ys, ss := m.cbd[g], y[o:end], m.scale[o:end]
-		for i, h := range ys {
-			ys[i] = ss[i] * (c * (h - k))
+		for i := scaleOut8(ys, ss, c, k); i < len(ys); i++ {
+			ys[i] = ss[i] * (c * (ys[i] - k))
 		}
 		o = end
 	}

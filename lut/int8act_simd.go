@@ -251,3 +251,23 @@ func (m *Matrix) int8RowsA2(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 	}
 	return true
 }
+
+// scaleOut8 sets ys[i] = ss[i]·(c·(ys[i] − k)) eight at a time, int8Scale's
+// operations in its order (so its bits), and returns how many it set
+// (none without AVX2, or with the fast kernels off: the twin tests then
+// compare it with the scalar loop).
+func scaleOut8(ys, ss []float32, c, k float32) int {
+	if !avx2 || !useFast || len(ys) < 8 {
+		return 0
+	}
+	ss = ss[:len(ys)]
+	cv, kv, i := archsimd.BroadcastFloat32x8(c), archsimd.BroadcastFloat32x8(k), 0
+	for ; i+8 <= len(ys); i += 8 {
+		h := archsimd.LoadFloat32x8((*[8]float32)(ys[i:]))
+		archsimd.LoadFloat32x8((*[8]float32)(ss[i:])).Mul(cv.Mul(h.Sub(kv))).Store((*[8]float32)(ys[i:]))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+var avx2 = archsimd.X86.AVX2()
