@@ -23,7 +23,9 @@
 // bits in every build, except the dot products q·k of decode attention;
 // on a CPU with AVX2 only, the elementwise activations, the delta rule
 // step and decode attention have AVX2 twins of the same kind
-// (vec_avx2.go, attention_avx2.go).
+// (vec_avx2.go, attention_avx2.go; attention's dot products and weighted
+// sums in assembly, attention_avx2_amd64.s, whose Go twins it is tested
+// against bit for bit).
 //
 // A State's Act (act.go) chooses how its steps multiply activations by
 // 4-bit LUT weights: float32 (ActFloat32, the default), or quantized to
@@ -57,6 +59,7 @@
 // stage.go (a decode step's products on the pool, stepMode), act.go (Act:
 // int8 activations), kvcache.go (KV: the int8 KV cache), vec.go,
 // vec_simd.go and vec_go.go (row loops and their AVX-512 kernels),
-// vec_avx2.go and attention_avx2.go (their AVX2 twins),
+// vec_avx2.go, attention_avx2.go and attention_avx2_amd64.s (their AVX2
+// twins),
 // numerics.go (Numerics: an emulated device's arithmetic).
 package model
