@@ -132,6 +132,24 @@
 	VMULPS qoff(R13), acc, acc; \
 	VADDPS acc, f, f
 
+// PAIRSUM16 sums two sets of 16 float32 lanes, Y6/Y7 and Y10/Y11, each
+// in sum16's order (f_l + f_(l+8), then halves, then adjacent pairs, then
+// the pair sums), two to a register, and stores the first to (DX) and
+// the second to second (clobbers Y6, Y8–Y10).
+#define PAIRSUM16(second) \
+	VADDPS Y7, Y6, Y6; \
+	VADDPS Y11, Y10, Y10; \
+	VPERM2F128 $0x20, Y10, Y6, Y8; \
+	VPERM2F128 $0x31, Y10, Y6, Y9; \
+	VADDPS Y9, Y8, Y8; \
+	VPERMILPS $0xb1, Y8, Y9; \
+	VADDPS Y9, Y8, Y8; \
+	VPERMILPS $0x4e, Y8, Y9; \
+	VADDPS Y9, Y8, Y8; \
+	VMOVSS X8, (DX); \
+	VEXTRACTF128 $1, Y8, X9; \
+	VMOVSS X9, second
+
 // A2CODESA loads 32 bytes of codes at off(SI) and splits them into low
 // nibbles (Y4) and high nibbles (Y5).
 #define A2CODESA(off) \
@@ -284,18 +302,7 @@ pfold:
 	ADDQ $64, R9
 	TESTQ AX, AX
 	JNZ pblock
-	VADDPS Y7, Y6, Y6
-	VADDPS Y11, Y10, Y10
-	VPERM2F128 $0x20, Y10, Y6, Y8 // [row k's lanes 0–3, row k + pairs' lanes 0–3]
-	VPERM2F128 $0x31, Y10, Y6, Y9 // [lanes 4–7 of each]
-	VADDPS Y9, Y8, Y8
-	VPERMILPS $0xb1, Y8, Y9
-	VADDPS Y9, Y8, Y8
-	VPERMILPS $0x4e, Y8, Y9
-	VADDPS Y9, Y8, Y8
-	VMOVSS X8, (DX)
-	VEXTRACTF128 $1, Y8, X9
-	VMOVSS X9, (DX)(R15*1)
+	PAIRSUM16((DX)(R15*1))
 	ADDQ $4, DX
 	DECQ pairs-8(SP)
 	JMP ppair
@@ -445,18 +452,7 @@ wfold:
 	ADDQ $64, R9
 	TESTQ AX, AX
 	JNZ wblock
-	VADDPS Y7, Y6, Y6
-	VADDPS Y11, Y10, Y10
-	VPERM2F128 $0x20, Y10, Y6, Y8
-	VPERM2F128 $0x31, Y10, Y6, Y9
-	VADDPS Y9, Y8, Y8
-	VPERMILPS $0xb1, Y8, Y9
-	VADDPS Y9, Y8, Y8
-	VPERMILPS $0x4e, Y8, Y9
-	VADDPS Y9, Y8, Y8
-	VMOVSS X8, (DX)
-	VEXTRACTF128 $1, Y8, X9
-	VMOVSS X9, 4(DX)
+	PAIRSUM16(4(DX))
 	ADDQ $8, DX
 	DECQ R12
 	JNZ wrow

@@ -7,6 +7,17 @@
 // says what the bits are). Assembly because the Go compiler's code for
 // these loops spent more on slicing and spilling than on the arithmetic.
 
+// ZERO8 zeroes the accumulators Y0–Y7.
+#define ZERO8 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
+
 // func scores4x8(w, q, k unsafe.Pointer, groups, stride, d int)
 //
 // For τ < 4·groups: w[τ] = q·k_τ, k_τ at k + 4·stride·τ bytes, d floats
@@ -32,14 +43,7 @@ sgroup:
 	LEAQ (R8)(R9*1), R11
 	LEAQ (R8)(R9*2), R12
 	LEAQ (R8)(R10*1), R13
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	XORQ CX, CX
 
 scol:
@@ -102,14 +106,7 @@ TEXT ·values8x8(SB), NOSPLIT, $0-48
 	JLE vdone
 
 vchunk:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	MOVQ R8, R10 // this chunk's column in position 0
 	XORQ CX, CX
 
