@@ -93,9 +93,9 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 		}
 	} else {
 		tensor.Parallel(T*hq, func(lo, hi int) {
-			scores := make([]float32, s.pos+T)
+			scores := make([]float32, s.pos+T+32)
 			for i := lo; i < hi; i++ {
-				a.attend(c, s.pos, ls, sc, i/hq, i%hq, i%hq+1, scores)
+				a.attendRow(c, s.pos, ls, sc, i/hq, i%hq, scores)
 			}
 		})
 	}
@@ -167,6 +167,28 @@ func (j *attJob) heads(lo, hi int) {
 			attendValues(o, w, j.ls.v, j.pos+1, kvw, (h/rq)*D)
 		}
 	}
+}
+
+// attendRow is attend for call row t and query head h by a decode step's
+// vector kernels where this build has them (attendScores, attendValues
+// and their int8-cache twins), so that a prompt's rows get the attention
+// a decode step at their position computes; by attend otherwise. scores
+// needs pos+t+33 floats.
+func (a *attention) attendRow(c *Config, pos int, ls *layerState, sc *scratch, t, h int, scores []float32) {
+	D, kvw, rq := c.HeadDim, c.KVHeads*c.HeadDim, c.Heads/c.KVHeads
+	n, off := pos+t+1, (h/rq)*D
+	scale := float32(1 / math.Sqrt(float64(D)))
+	q, o := sc.q.Row(t)[h*D:(h+1)*D], sc.att.Row(t)[h*D:(h+1)*D]
+	if kq := &ls.q; kq.k != nil {
+		if attendScoresF16(scores, q, kq.k, n, kvw, off, scale) {
+			attendValuesInt8(o, scores, kq.v, kq.vs, n, kvw, off, h/rq, c.KVHeads)
+			return
+		}
+	} else if attendScores(scores, q, ls.k, n, kvw, off, scale) {
+		attendValues(o, scores, ls.v, n, kvw, off)
+		return
+	}
+	a.attend(c, pos, ls, sc, t, h, h+1, scores)
 }
 
 // attend computes softmax(q·Kᵀ/√D)·V for call row t and query heads
