@@ -18,9 +18,10 @@
 // the caller, whichever is faster on the machine's current load
 // (stepMode); both give the same bits. With GOEXPERIMENT=simd on an
 // AVX-512 CPU the elementwise activations, the conv, the recurrent delta
-// rule step and decode attention run vector kernels (vec_simd.go) that
+// rule step and attention (decode steps, and prefill's rows one by one as
+// the steps at their positions) run vector kernels (vec_simd.go) that
 // make the scalar code's operations in its order, so results are the same
-// bits in every build, except the dot products q·k of decode attention;
+// bits in every build, except the dot products q·k of attention;
 // on a CPU with AVX2 only, the elementwise activations, the delta rule
 // step and decode attention have AVX2 twins of the same kind
 // (vec_avx2.go, attention_avx2.go; attention's dot products and weighted
