@@ -138,7 +138,7 @@
 // The AVX2 code keeps legacy-SSE instructions (Go's scalar float code,
 // struct copies, MOVD/MOVQ) out of the stretches between 256-bit
 // instructions: on the AMD EPYC hosts of issue 12 each switch costs
-// ~125 ns, so a float32 variable live across a vector loop (reloaded
+// ~130 ns, so a float32 variable live across a vector loop (reloaded
 // with MOVSS at the back edge) or a vector struct returned by value (a
 // MOVUPS copy) cost more than the work (BENCHMARKS.md).
 package lut

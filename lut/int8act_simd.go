@@ -93,7 +93,8 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 // they take before r1 and the end of r's codebook group (whole groups of
 // eight outputs for the AVX-512 kernels, any number for the AVX2 ones),
 // writing the unscaled sums to y, and returns the first row it left (r
-// itself when none fits). qs is the input row's lane sums (AVX2 only).
+// itself when none fits). qs is the input row's lane sums and qa its |q|
+// (AVX2 only).
 func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, qa []int8, r, r1 int) int {
 	d := m.f.Dim
 	end := r1
@@ -270,4 +271,6 @@ func scaleOut8(ys, ss []float32, c, k float32) int {
 	return i
 }
 
+// avx2: the CPU has AVX2 (scaleOut8 needs nothing more; int8A2 and
+// floatA2 also ask which other kernels run).
 var avx2 = archsimd.X86.AVX2()

@@ -174,7 +174,7 @@ type a2K struct {
 }
 
 // init fills k in place: returning it would copy it with legacy-SSE
-// moves after 256-bit broadcasts, a transition that costs ~125 ns on some
+// moves after 256-bit broadcasts, a transition that costs ~130 ns on some
 // x86 hosts (BENCHMARKS.md).
 func (k *a2K) init() {
 	k.m0f, k.four, k.seven = archsimd.BroadcastUint32x8(0x0f), archsimd.BroadcastUint32x8(4), archsimd.BroadcastInt32x8(7)

@@ -44,7 +44,7 @@ func attendScores8(w, q, K []float32, n, stride, off int, scale float32) bool {
 
 // scores8 sets w[τ] = q·k_τ for τ < n (attendScores8's dot products):
 // groups of four positions by scores4x8 (attention_avx2_amd64.s), the
-// rest as scores8Go computes them. It clears the upper state before
+// rest as scoresGo8 computes them. It clears the upper state before
 // returning.
 func scores8(w, q, K []float32, n, stride, off int) {
 	D := len(q)
@@ -72,7 +72,7 @@ func values8x8(o, w, v unsafe.Pointer, n, stride, d int)
 // time, then one by one, each score with scores4x8's bits. It is a
 // function of its own so that no float32 variable (scale) is live across
 // its vector loops: the compiler would reload it there with a legacy-SSE
-// MOVSS, which after 256-bit code costs ~125 ns on some x86 hosts
+// MOVSS, which after 256-bit code costs ~130 ns on some x86 hosts
 // (BENCHMARKS.md); it clears the upper state before returning.
 //
 //go:noinline

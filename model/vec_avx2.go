@@ -24,7 +24,7 @@ func bc8(x float32) f32x8      { return archsimd.BroadcastFloat32x8(x) }
 // expK holds exp32x8's constants, made once per loop (a broadcast is
 // emulated on AVX2 and cost more than the arithmetic when made per call).
 // init fills it in place: a function returning it would copy it with
-// legacy-SSE moves after its 256-bit broadcasts, which costs ~125 ns on
+// legacy-SSE moves after its 256-bit broadcasts, which costs ~130 ns on
 // some x86 hosts (BENCHMARKS.md), every call.
 type expK struct {
 	log2e, half, ln2hi, ln2lo, p7, p6, p5, p4, p3, one, hi, lo, inf, sign f32x8

@@ -12,7 +12,7 @@ var sseSink float32
 // BenchmarkSSETransition times a loop whose iterations run one 256-bit
 // add and then scalar float32 Go code (legacy-SSE instructions), with
 // and without a VZEROUPPER between them: the difference is the cost of
-// one switch from dirty 256-bit state to SSE code, ~125 ns an iteration
+// one switch from dirty 256-bit state to SSE code, ~130 ns an iteration
 // on the AMD EPYC (Zen 3) hosts of issue 12 (BENCHMARKS.md), which is
 // why vector code must not leave float32 variables, struct copies or
 // MOVD/MOVQ broadcasts between its 256-bit instructions.
