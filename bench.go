@@ -53,17 +53,33 @@ type BenchReport struct {
 	Prefill      []float64 `json:"prefill_runs_tps"`
 	Decode       []float64 `json:"decode_runs_tps"`
 	// BandwidthGBs is decode's weight traffic, WeightBytes · DecodeTPS, in
-	// GB/s; BandwidthPct that as a percentage of ReadGBs, the read bandwidth
-	// measured in the same run (internal/membw, both cores).
-	BandwidthGBs float64 `json:"bandwidth_gbs"`
-	BandwidthPct float64 `json:"bandwidth_pct"`
-	ReadGBs      float64 `json:"read_gbs"`
+	// GB/s. Each repetition's decode is followed at once by a measurement
+	// of the read bandwidth (internal/membw, both cores, best of
+	// BenchReadPasses passes over BenchReadBytes): Read holds those, ReadGBs
+	// their mean; BandwidthPct is the mean (BandwidthPctSD the sample
+	// standard deviation) over repetitions of 100 · WeightBytes · decode
+	// tokens/s ÷ the bandwidth measured beside it, so that a host whose
+	// speed drifts between minutes is judged against itself.
+	BandwidthGBs   float64   `json:"bandwidth_gbs"`
+	BandwidthPct   float64   `json:"bandwidth_pct"`
+	BandwidthPctSD float64   `json:"bandwidth_pct_sd"`
+	ReadGBs        float64   `json:"read_gbs"`
+	Read           []float64 `json:"read_runs_gbs"`
 }
+
+// The read-bandwidth measurement beside each repetition: 512 MiB (16× the
+// 32 MiB last-level caches of the hosts measured in BENCHMARKS.md), best
+// of three passes (~0.1 s).
+const (
+	BenchReadBytes  = 512 << 20
+	BenchReadPasses = 3
+)
 
 // Bench measures prefill (PromptTokens tokens from an empty state, head on
 // the last row, as generation runs it) and decode (Gen single-token steps
 // from an empty state, the tokens fixed, no sampling) after one warm-up of
-// each, Repeat times, and the machine's read bandwidth.
+// each, Repeat times, and the machine's read bandwidth right after each
+// repetition's decode.
 func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	if cfg.PromptTokens == 0 {
 		cfg.PromptTokens = BenchDefaultPrompt
@@ -103,6 +119,9 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	s := m.NewStateKV(cfg.KV)
 	s.SetAct(cfg.Act)
 	s.Reserve(max(cfg.PromptTokens, cfg.Gen))
+	bw := membw.NewBuffer(BenchReadBytes)
+	membw.ReadPass(bw, 0) // warm-up: page tables, goroutine start
+	var pct []float64
 	for r := 0; r <= cfg.Repeat; r++ {
 		s.Reset()
 		t0 := time.Now()
@@ -121,7 +140,11 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 			m.Forward(s, toks[i:i+1])
 		}
 		if r > 0 {
-			rep.Decode = append(rep.Decode, float64(cfg.Gen)/time.Since(t0).Seconds())
+			tps := float64(cfg.Gen) / time.Since(t0).Seconds()
+			read := membw.ReadBuffer(bw, 0, BenchReadPasses)
+			rep.Decode = append(rep.Decode, tps)
+			rep.Read = append(rep.Read, read)
+			pct = append(pct, 100*float64(rep.WeightBytes)*tps/1e9/read)
 		}
 		if done += 2; cfg.Progress != nil {
 			cfg.Progress(done, total)
@@ -129,9 +152,9 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	}
 	rep.PrefillTPS, rep.PrefillSD = meanSD(rep.Prefill)
 	rep.DecodeTPS, rep.DecodeSD = meanSD(rep.Decode)
-	rep.ReadGBs = membw.Read(0, 0)
+	rep.ReadGBs, _ = meanSD(rep.Read)
 	rep.BandwidthGBs = float64(rep.WeightBytes) * rep.DecodeTPS / 1e9
-	rep.BandwidthPct = 100 * rep.BandwidthGBs / rep.ReadGBs
+	rep.BandwidthPct, rep.BandwidthPctSD = meanSD(pct)
 	return rep, nil
 }
 

@@ -43,11 +43,11 @@ func (c *BenchCmd) Run(ctx context.Context) error {
 	t.Row(rep.Model, rep.Format, size, bpw, params, fmt.Sprintf("pp%d", rep.PromptTokens),
 		fmt.Sprintf("%.2f ± %.2f", rep.PrefillTPS, rep.PrefillSD), "")
 	t.Row(rep.Model, rep.Format, size, bpw, params, fmt.Sprintf("tg%d", rep.Gen),
-		fmt.Sprintf("%.2f ± %.2f", rep.DecodeTPS, rep.DecodeSD), fmt.Sprintf("%.1f%%", rep.BandwidthPct))
+		fmt.Sprintf("%.2f ± %.2f", rep.DecodeTPS, rep.DecodeSD), fmt.Sprintf("%.1f ± %.1f%%", rep.BandwidthPct, rep.BandwidthPctSD))
 	if err := t.Write(os.Stdout); err != nil {
 		return err
 	}
-	fmt.Printf("\ndecode reads %s of weights per token: %.2f GB/s of the %.2f GB/s this machine reads (both cores, measured in this run); %s activations, %s KV cache; %d repetitions after a warm-up\n",
+	fmt.Printf("\ndecode reads %s of weights per token: %.2f GB/s of the %.2f GB/s this machine reads (both cores, measured right after each repetition); %s activations, %s KV cache; %d repetitions after a warm-up\n",
 		units.Bytes(rep.WeightBytes), rep.BandwidthGBs, rep.ReadGBs, rep.Act, rep.KV, rep.Repeat)
 	return nil
 }

@@ -191,19 +191,19 @@ func TestBenchJSON(t *testing.T) {
 	var r struct {
 		Prefill, Decode, BW, Pct, BPW float64
 		Weight                        int64
-		Runs                          []float64
+		Runs, Read                    []float64
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
 		t.Fatal(err, stdout)
 	}
 	for k, p := range map[string]any{"prefill_tps": &r.Prefill, "decode_tps": &r.Decode, "bandwidth_gbs": &r.BW,
-		"bandwidth_pct": &r.Pct, "bpw": &r.BPW, "weight_bytes": &r.Weight, "decode_runs_tps": &r.Runs} {
+		"bandwidth_pct": &r.Pct, "bpw": &r.BPW, "weight_bytes": &r.Weight, "decode_runs_tps": &r.Runs, "read_runs_gbs": &r.Read} {
 		if err := json.Unmarshal(raw[k], p); err != nil {
 			t.Fatalf("field %s: %v in %s", k, err, stdout)
 		}
 	}
-	if r.Prefill <= 0 || r.Decode <= 0 || r.BW <= 0 || r.Pct <= 0 || r.BPW < 15 || r.BPW > 17 || r.Weight <= 0 || len(r.Runs) != 2 {
+	if r.Prefill <= 0 || r.Decode <= 0 || r.BW <= 0 || r.Pct <= 0 || r.BPW < 15 || r.BPW > 17 || r.Weight <= 0 || len(r.Runs) != 2 || len(r.Read) != 2 {
 		t.Fatalf("%+v", r)
 	}
 	table, stderr, ok := runIn(t, "", "bench", "--model", tiny, "--prompt-tokens", "32", "--gen", "16", "--repeat", "1")
