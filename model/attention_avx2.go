@@ -235,14 +235,43 @@ func attendScoresF16x8(w, q []float32, K []uint16, n, stride, off int, scale flo
 	return true
 }
 
-// scoresF16x8 is scores8 for keys in fp16.
+// scoresF16x8 is scores8 for keys in fp16: groups of four positions by
+// scoresF16x4x8 where the CPU has F16C, the rest by scoresF16Go8.
+func scoresF16x8(w, q []float32, K []uint16, n, stride, off int) {
+	D := len(q)
+	g := n / 4
+	if g > 0 && useAsm8 && f16c {
+		_ = K[(4*g-1)*stride+off:][:D] // the last row the kernel reads
+		_ = w[:4*g]
+		scoresF16x4x8(unsafe.Pointer(&w[0]), unsafe.Pointer(&q[0]), unsafe.Pointer(&K[off]), g, stride, D)
+		scoresF16Go8(w, q, K, 4*g, n, stride, off)
+		return
+	}
+	scoresF16Go8(w, q, K, 0, n, stride, off)
+}
+
+// f16c: the CPU has F16C, whose VCVTPH2PS the fp16 kernels use
+// (archsimd does not report it; all AVX2 CPUs known have it, but a
+// hypervisor may hide it).
+var f16c = att2Ready && cpuF16C()
+
+func cpuF16C() bool
+
+//go:noescape
+func scoresF16x4x8(w, q, k unsafe.Pointer, groups, stride, d int)
+
+//go:noescape
+func valuesI8x8(o, w, v unsafe.Pointer, n, stride, d int)
+
+// scoresF16Go8 is scoresF16x4x8's Go twin for positions [tau, n), each
+// score with its bits (ldF16x8 widens exactly, as VCVTPH2PS does).
 //
 //go:noinline
-func scoresF16x8(w, q []float32, K []uint16, n, stride, off int) {
+func scoresF16Go8(w, q []float32, K []uint16, tau, n, stride, off int) {
 	D := len(q)
 	var c f16K
 	c.init()
-	for tau := range n {
+	for ; tau < n; tau++ {
 		k := K[tau*stride+off:][:D]
 		var a, b f32x8
 		for j := 0; j < D; j += 16 {
@@ -261,6 +290,19 @@ func attendValuesInt8x8(o, w []float32, V []int8, vs []float32, n, stride, off, 
 	for tau := range n {
 		w[tau] *= vs[tau*hkv+hk]
 	}
+	D := len(o)
+	if D%64 == 0 && n > 0 && useAsm8 {
+		_ = V[(n-1)*stride+off:][:D] // the last row the kernel reads
+		_ = w[:n]
+		valuesI8x8(unsafe.Pointer(&o[0]), unsafe.Pointer(&w[0]), unsafe.Pointer(&V[off]), n, stride, D)
+		return
+	}
+	valuesInt8Go8(o, w, V, n, stride, off)
+}
+
+// valuesInt8Go8 is valuesI8x8's Go twin: o = Σ_τ w[τ]·v_τ, 32 columns a
+// pass, each column's products and sums in τ order.
+func valuesInt8Go8(o, w []float32, V []int8, n, stride, off int) {
 	D := len(o)
 	for c := 0; c < D; c += 32 {
 		var o0, o1, o2, o3 f32x8

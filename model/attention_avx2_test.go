@@ -6,13 +6,17 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"forge/tensor"
 )
 
 // TestAttentionAsm8: the AVX2 assembly kernels of decode attention give
 // their Go twins' bits: scores (four positions a pass, then the rest one
 // by one) for n = 1…13 and 130 positions, D = 32 (Go only), 64 and 128,
 // a key row stride wider than D and an offset into it (a KV head that is
-// not the first); weighted sums for D = 64 and 128.
+// not the first); weighted sums for D = 64 and 128; and the same for the
+// int8 cache (fp16 keys, where the CPU has F16C; int8 values and their
+// scales).
 func TestAttentionAsm8(t *testing.T) {
 	if !att2Ready {
 		t.Skip("no AVX2 attention kernels on this CPU")
@@ -39,6 +43,27 @@ func TestAttentionAsm8(t *testing.T) {
 					t.Fatalf("scores D=%d n=%d: position %d = %v, Go twin %v", D, n, i, wa[i], wg[i])
 				}
 			}
+			// The int8 cache's keys: fp16 (every class: normal, subnormal,
+			// zero of both signs), and the F16C kernel's scores against
+			// the Go twin's.
+			K16 := make([]uint16, n*stride)
+			tensor.F32ToF16Slice(K16, K)
+			for i := 0; i < len(K16); i += 7 {
+				K16[i] = uint16(g.Uint32()) &^ 0x7c00 // exponent 0: subnormals and zeros
+			}
+			if f16c {
+				clear(wa)
+				clear(wg)
+				scoresF16x8(wa, q, K16, n, stride, off)
+				useAsm8 = false
+				scoresF16x8(wg, q, K16, n, stride, off)
+				useAsm8 = true
+				for i := range n {
+					if math.Float32bits(wa[i]) != math.Float32bits(wg[i]) {
+						t.Fatalf("fp16 scores D=%d n=%d: position %d = %v, Go twin %v", D, n, i, wa[i], wg[i])
+					}
+				}
+			}
 			if D%64 != 0 {
 				continue
 			}
@@ -52,6 +77,27 @@ func TestAttentionAsm8(t *testing.T) {
 			for i := range D {
 				if math.Float32bits(oa[i]) != math.Float32bits(og[i]) {
 					t.Fatalf("values D=%d n=%d: column %d = %v, Go twin %v", D, n, i, oa[i], og[i])
+				}
+			}
+			// Int8 values with their scales (per position and KV head):
+			// the assembly's weighted sum against the Go twin's.
+			V := make([]int8, n*stride)
+			for i := range V {
+				V[i] = int8(g.IntN(255) - 127)
+			}
+			const hk, hkv = 1, 2
+			vs := make([]float32, n*hkv)
+			for i := range vs {
+				vs[i] = float32(g.Float64()) / 127
+			}
+			wa8, wg8 := append([]float32(nil), w...), append([]float32(nil), w...)
+			attendValuesInt8x8(oa, wa8, V, vs, n, stride, off, hk, hkv)
+			useAsm8 = false
+			attendValuesInt8x8(og, wg8, V, vs, n, stride, off, hk, hkv)
+			useAsm8 = true
+			for i := range D {
+				if math.Float32bits(oa[i]) != math.Float32bits(og[i]) {
+					t.Fatalf("int8 values D=%d n=%d: column %d = %v, Go twin %v", D, n, i, oa[i], og[i])
 				}
 			}
 		}
