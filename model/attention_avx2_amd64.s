@@ -21,6 +21,38 @@
 	VXORPS Y6, Y6, Y6; \
 	VXORPS Y7, Y7, Y7
 
+// SCORES4 stores the four scores of a pass to (DI): each the lanes of
+// Y(2i) + Y(2i+1) summed as storeScore8 sums them (halves, then adjacent
+// pairs, then the pair sums), four to a 16-byte store.
+#define SCORES4 \
+	VADDPS Y1, Y0, Y0; \
+	VADDPS Y3, Y2, Y2; \
+	VADDPS Y5, Y4, Y4; \
+	VADDPS Y7, Y6, Y6; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VEXTRACTF128 $1, Y2, X3; \
+	VADDPS X3, X2, X2; \
+	VEXTRACTF128 $1, Y4, X5; \
+	VADDPS X5, X4, X4; \
+	VEXTRACTF128 $1, Y6, X7; \
+	VADDPS X7, X6, X6; \
+	VHADDPS X2, X0, X0; \
+	VHADDPS X6, X4, X4; \
+	VHADDPS X4, X0, X0; \
+	VMOVUPS X0, (DI)
+
+// STORE8 stores the accumulators Y0–Y7 to the 64 floats at (DI).
+#define STORE8 \
+	VMOVUPS Y0, (DI); \
+	VMOVUPS Y1, 32(DI); \
+	VMOVUPS Y2, 64(DI); \
+	VMOVUPS Y3, 96(DI); \
+	VMOVUPS Y4, 128(DI); \
+	VMOVUPS Y5, 160(DI); \
+	VMOVUPS Y6, 192(DI); \
+	VMOVUPS Y7, 224(DI)
+
 // func scores4x8(w, q, k unsafe.Pointer, groups, stride, d int)
 //
 // For τ < 4·groups: w[τ] = q·k_τ, k_τ at k + 4·stride·τ bytes, d floats
@@ -64,22 +96,7 @@ scol:
 	CMPQ CX, BX
 	JLT scol
 
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y5, Y4, Y4
-	VADDPS Y7, Y6, Y6
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS X3, X2, X2
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS X5, X4, X4
-	VEXTRACTF128 $1, Y6, X7
-	VADDPS X7, X6, X6
-	VHADDPS X2, X0, X0
-	VHADDPS X6, X4, X4
-	VHADDPS X4, X0, X0
-	VMOVUPS X0, (DI)
+	SCORES4
 	ADDQ $16, DI
 	LEAQ (R8)(R9*4), R8
 	DECQ DX
@@ -136,14 +153,7 @@ vpos:
 	CMPQ CX, DX
 	JLT vpos
 
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	STORE8
 	ADDQ $256, DI
 	ADDQ $256, R8
 	SUBQ $64, BX
@@ -201,22 +211,7 @@ hcol:
 	CMPQ CX, BX
 	JLT hcol
 
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y5, Y4, Y4
-	VADDPS Y7, Y6, Y6
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS X3, X2, X2
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS X5, X4, X4
-	VEXTRACTF128 $1, Y6, X7
-	VADDPS X7, X6, X6
-	VHADDPS X2, X0, X0
-	VHADDPS X6, X4, X4
-	VHADDPS X4, X0, X0
-	VMOVUPS X0, (DI)
+	SCORES4
 	ADDQ $16, DI
 	LEAQ (R8)(R9*4), R8
 	DECQ DX
@@ -288,14 +283,7 @@ ipos:
 	CMPQ CX, DX
 	JLT ipos
 
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
+	STORE8
 	ADDQ $256, DI
 	ADDQ $64, R8
 	SUBQ $64, BX
