@@ -24,11 +24,45 @@
 // in the portable twin's order: f_l += float32(S_l)·d_(b,l) (a product
 // and a sum, no FMA), and at the end the sum16 tree (f_l + f_(l+8), then
 // halves, then adjacent pairs). Scalar rows go two at a time for one row
-// of x (lut4I8A2), one at a time for three or two rows of x (lut4I8A2x3,
-// lut4I8A2x2: verify blocks, batched steps); the next 4 KiB of codes are
-// prefetched into L2 as in int8_amd64.s.
+// of x (lut4I8A2), one at a time for four, three or two rows of x
+// (lut4I8A2x4, lut4I8A2x3, lut4I8A2x2: verify blocks, batched steps); the
+// next 4 KiB of codes are prefetched into L2 as in int8_amd64.s.
 
 #define a2Ahead 4096
+
+// A2LOOKM is A2LOOK with the nibble mask at mask(SP) instead of Y13
+// (the four-row kernel needs Y13 for sums).
+#define A2LOOKM(off) \
+	VMOVDQU off(SI), Y4; \
+	VPSRLW $4, Y4, Y5; \
+	VPAND a2Mask(SP), Y4, Y4; \
+	VPAND a2Mask(SP), Y5, Y5; \
+	VPSHUFB Y4, Y12, Y8; \
+	VPSHUFB Y5, Y12, Y9; \
+	VPABSB Y8, Y10; \
+	VPABSB Y9, Y11
+
+// X4STEP adds one step of a scalar row against four rows of x (at R14,
+// R14 + R8, R14 + 2·R8, R14 + R15 = R14 + 3·R8) to Y0/Y1, Y2/Y3, Y6/Y7
+// and Y13/Y15 (lanes 0–7, 8–15).
+#define X4STEP \
+	PREFETCHT1 a2Ahead(SI); \
+	A2LOOKM(0); \
+	A2ROWDOT(0(R14), 64(R14), Y0); \
+	A2ROWDOT(0(R14)(R8*1), 64(R14)(R8*1), Y2); \
+	A2ROWDOT(0(R14)(R8*2), 64(R14)(R8*2), Y6); \
+	A2ROWDOT(0(R14)(R15*1), 64(R14)(R15*1), Y13); \
+	A2LOOKM(32); \
+	A2ROWDOT(32(R14), 96(R14), Y1); \
+	A2ROWDOT(32(R14)(R8*1), 96(R14)(R8*1), Y3); \
+	A2ROWDOT(32(R14)(R8*2), 96(R14)(R8*2), Y7); \
+	A2ROWDOT(32(R14)(R15*1), 96(R14)(R15*1), Y15); \
+	ADDQ $64, SI; \
+	ADDQ $128, R14
+
+// a2Mask is where the four-row kernel keeps the nibble mask: past its
+// eight 32-byte sets of float32 lanes.
+#define a2Mask 256
 
 // A2MASKS sets Y13 to bytes 0x0f, Y14 to int16 ones, and xors Y12 (the
 // table as loaded, ℓ + 128) into ℓ.
@@ -529,6 +563,87 @@ xfold:
 	JNZ xrow
 
 xdone:
+	VZEROUPPER
+	RET
+
+// func lut4I8A2x4(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
+//
+// lut4I8A2x3 for four rows of x: each looked-up step of codes meets all
+// four (the nibble mask moves to the frame to free Y13), so a verify
+// block of eight rows reads the weights twice, not three times. Each
+// row's sums are lut4I8A2's bits.
+TEXT ·lut4I8A2x4(SB), NOSPLIT, $288-88
+	A2MASKS
+	VMOVDQU Y13, a2Mask(SP)
+	MOVQ tab+0(FP), AX
+	VMOVDQU (AX), Y12
+	VPXOR Y15, Y12, Y12
+	A2ARGS(zdone)
+	MOVQ xstride+64(FP), R8
+
+zrow:
+	MOVQ dstride+72(FP), BX
+	MOVQ DI, R14
+	MOVQ R10, R13
+	MOVQ R11, R9
+	MOVQ CX, AX
+	VXORPS Y8, Y8, Y8
+	VMOVUPS Y8, 0(SP)
+	VMOVUPS Y8, 32(SP)
+	VMOVUPS Y8, 64(SP)
+	VMOVUPS Y8, 96(SP)
+	VMOVUPS Y8, 128(SP)
+	VMOVUPS Y8, 160(SP)
+	VMOVUPS Y8, 192(SP)
+	VMOVUPS Y8, 224(SP)
+
+zblock:
+	LEAQ (R8)(R8*2), R15 // x row 3
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y13, Y13, Y13
+	VPXOR Y15, Y15, Y15
+	X4STEP
+	DECQ AX
+	JZ zfold
+	X4STEP
+	DECQ AX
+	JZ zfold
+	X4STEP
+	DECQ AX
+	JZ zfold
+	X4STEP
+	DECQ AX
+
+zfold:
+	LEAQ (BX)(BX*2), R15 // scales and lane sums of x row 3
+	A2FOLDM(Y0, 0(R9), 0(R13), 0)
+	A2FOLDM(Y1, 32(R9), 32(R13), 32)
+	A2FOLDM(Y2, 0(R9)(BX*1), 0(R13)(BX*1), 64)
+	A2FOLDM(Y3, 32(R9)(BX*1), 32(R13)(BX*1), 96)
+	A2FOLDM(Y6, 0(R9)(BX*2), 0(R13)(BX*2), 128)
+	A2FOLDM(Y7, 32(R9)(BX*2), 32(R13)(BX*2), 160)
+	A2FOLDM(Y13, 0(R9)(R15*1), 0(R13)(R15*1), 192)
+	A2FOLDM(Y15, 32(R9)(R15*1), 32(R13)(R15*1), 224)
+	ADDQ $64, R13
+	ADDQ $64, R9
+	TESTQ AX, AX
+	JNZ zblock
+	MOVQ hstride+80(FP), BX
+	LEAQ (BX)(BX*2), R15
+	A2SUM16M(0, 32, (DX))
+	A2SUM16M(64, 96, (DX)(BX*1))
+	A2SUM16M(128, 160, (DX)(BX*2))
+	A2SUM16M(192, 224, (DX)(R15*1))
+	ADDQ $4, DX
+	DECQ R12
+	JNZ zrow
+
+zdone:
 	VZEROUPPER
 	RET
 

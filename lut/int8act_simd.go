@@ -44,6 +44,9 @@ func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq, xa unsafe.Pointer
 func lut4I8A2x2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
 
 //go:noescape
+func lut4I8A2x4(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
+
+//go:noescape
 func lut4I8A2x3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
 
 //go:noescape
@@ -214,10 +217,13 @@ func quantizeFast(q []int8, d []float32, qs []int32, qa []int8, x []float32) (k 
 	return k, true
 }
 
-// int8RowsA2 is int8RowsT with the AVX2 kernels: three rows of x at a
-// time share each looked-up step of codes (lut4I8A2x3), then two
-// (lut4I8A2x2); a row left alone runs the one-row kernel. Every row's
-// sums are the one-row kernel's bits.
+// int8RowsA2 is int8RowsT with the AVX2 kernels: four rows of x at a
+// time share each looked-up step of codes (lut4I8A2x4), then the three or
+// two left (lut4I8A2x3, lut4I8A2x2); a row left alone runs the one-row
+// kernel. Every row's sums are the one-row kernel's bits. (Four rows a
+// pass, against three: a 256×4096 LUT4 product in cache of T = 8 rows
+// 185 → 168 µs, T = 4 96 → 84; the synth-1.4b's verify block of 8 rows
+// 171–219 → 147–195 ms, BENCHMARKS.md.)
 func (m *Matrix) int8RowsA2(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 	if q.rows < 2 || len(q.qs) == 0 || m.f.Dim != 1 || !useFast {
 		return false
@@ -226,7 +232,7 @@ func (m *Matrix) int8RowsA2(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 	steps, nb := n/64, 16*((m.in+int8Block-1)/int8Block)
 	t := 0
 	for q.rows-t >= 2 {
-		k := min(3, q.rows-t) // rows of x in this call (four rows go 3 + 1: faster than 2 + 2 in cache)
+		k := min(4, q.rows-t) // rows of x in this call
 		qx, dx, qs := q.q[t*steps*int8Step:][:k*steps*int8Step], q.d[t*nb:][:k*nb], q.qs[t*nb:][:k*nb]
 		y := dst.Data[t*dst.Cols : (t+k)*dst.Cols]
 		for r := r0; r < r1; {
@@ -235,9 +241,12 @@ func (m *Matrix) int8RowsA2(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
 			}
 			tab, w, xq := m.table8(r, 0), unsafe.Pointer(&idx[r*n]), unsafe.Pointer(&qx[0])
-			if k == 3 {
+			switch k {
+			case 4:
+				lut4I8A2x4(tab, w, steps, xq, &dx[0], &qs[0], end-r, &y[r], steps*int8Step, 4*nb, 4*dst.Cols)
+			case 3:
 				lut4I8A2x3(tab, w, steps, xq, &dx[0], &qs[0], end-r, &y[r], steps*int8Step, 4*nb, 4*dst.Cols)
-			} else {
+			default:
 				lut4I8A2x2(tab, w, steps, xq, &dx[0], &qs[0], end-r, &y[r], steps*int8Step, 4*nb, 4*dst.Cols)
 			}
 			r = end
