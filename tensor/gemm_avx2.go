@@ -12,10 +12,12 @@ import (
 
 var gemmAVX2 = gemmKernels{
 	nr: 16,
-	// Measured on Zen 4 with this set forced: the AVX2 microkernel runs at
-	// about half the FMA peak (a broadcast and a register copy per pair of
-	// FMAs), so it overtakes the dot-product kernels only at T = 64.
-	minT:     [3]int{64, 64, 64},
+	// With the assembly 4×16 tile the GEMM path beats the dot-product
+	// kernels from T = 16 (BenchmarkDenseMulPath on an AMD EPYC, Zen 3:
+	// f32 70–74 against 48–54 GFLOP/s, bf16 60–90 against 37–52; at T = 8
+	// the two are within noise). The archsimd tile it replaced ran at
+	// about half the FMA peak and needed T = 64.
+	minT:     [3]int{16, 16, 16},
 	k4:       gemm4x16x8,
 	k1:       gemm1x16x8,
 	packBF16: packBF16x8,
@@ -43,8 +45,28 @@ func st8add(p unsafe.Pointer, off int, v archsimd.Float32x8, add bool) {
 }
 
 // gemm4x16x8 is gemmKernels.k4 for nr = 16: four rows of x against a
-// 16-wide panel in eight accumulators.
+// 16-wide panel in eight accumulators, by gemm4x16avx2
+// (gemm_avx2_amd64.s; gemm4x16x8Go with useGemmAsm off).
 func gemm4x16x8(d []float32, ldd int, x []float32, ldx int, p []float32, kc int, add bool) {
+	if !useGemmAsm {
+		gemm4x16x8Go(d, ldd, x, ldx, p, kc, add)
+		return
+	}
+	_ = x[3*ldx+max(kc, 1)-1]
+	_ = p[max(kc, 1)*16-1]
+	_ = d[3*ldd+15]
+	gemm4x16avx2(&d[0], ldd, &x[0], ldx, &p[0], kc, add)
+}
+
+// useGemmAsm switches gemm4x16avx2 off for its twin test.
+var useGemmAsm = true
+
+//go:noescape
+func gemm4x16avx2(d *float32, ldd int, x *float32, ldx int, p *float32, kc int, add bool)
+
+// gemm4x16x8Go is gemm4x16avx2's Go twin: the same fused multiply-adds
+// in the same order.
+func gemm4x16x8Go(d []float32, ldd int, x []float32, ldx int, p []float32, kc int, add bool) {
 	_ = x[3*ldx+kc-1]
 	_ = p[kc*16-1]
 	_ = d[3*ldd+15]
