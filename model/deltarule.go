@@ -49,12 +49,14 @@ type chunkScratch struct {
 	kk []float32 // [C][C] β_i (k_i·k_j) e^{c_i−c_j} = A_ij, j < i
 	qk []float32 // [C][C] (q_i·k_j) e^{c_i−c_j}, j ≤ i
 	u  []float32 // [C][dv] solved U
+	a  []float32 // [C] the coefficients of one row's sum of U rows (rowsAxpy)
+	f  []float32 // [dk][C] the final update's coefficients k_i[r]·e^{c_n−c_i}
 }
 
 func newChunkScratch(C, dv int) *chunkScratch {
 	return &chunkScratch{
 		c: make([]float64, C), kk: make([]float32, C*C), qk: make([]float32, C*C),
-		u: make([]float32, C*dv),
+		u: make([]float32, C*dv), a: make([]float32, C),
 	}
 }
 
@@ -88,16 +90,19 @@ func deltaChunk(S, Q, K, V []float32, g, beta []float32, O []float32, sc *chunkS
 		}
 	}
 	U := sc.u[:n*dv]
+	a := sc.a[:n]
 	for i := range n {
 		ui, oi := U[i*dv:(i+1)*dv], O[i*dv:(i+1)*dv]
 		ki, qi := K[i*dk:(i+1)*dk], Q[i*dk:(i+1)*dk]
 		// ui = S₀ᵀk_i, oi = S₀ᵀq_i (one pass over S₀).
-		clear(ui)
-		clear(oi)
-		for r := range dk {
-			row := S[r*dv : (r+1)*dv]
-			axpy(ui, ki[r], row)
-			axpy(oi, qi[r], row)
+		if !s0Dots(ui, oi, S, ki, qi) {
+			clear(ui)
+			clear(oi)
+			for r := range dk {
+				row := S[r*dv : (r+1)*dv]
+				axpy(ui, ki[r], row)
+				axpy(oi, qi[r], row)
+			}
 		}
 		ec := decay(c[i])
 		bi := beta[i]
@@ -107,23 +112,48 @@ func deltaChunk(S, Q, K, V []float32, g, beta []float32, O []float32, sc *chunkS
 			oi[j] *= ec
 		}
 		// Forward substitution: u_i −= Σ_{j<i} A_ij u_j.
-		for j := 0; j < i; j++ {
-			axpy(ui, -sc.kk[i*n+j], U[j*dv:(j+1)*dv])
+		for j := range i {
+			a[j] = -sc.kk[i*n+j]
 		}
+		rowsAxpy(ui, a[:i], U)
 		// o_i += Σ_{j≤i} (q_i·k_j) e^{c_i−c_j} u_j.
-		for j := 0; j <= i; j++ {
-			axpy(oi, sc.qk[i*n+j], U[j*dv:(j+1)*dv])
-		}
+		rowsAxpy(oi, sc.qk[i*n:i*n+i+1], U)
 	}
 	last := c[n-1]
 	eLast := decay(last)
+	for i := range n {
+		a[i] = decay(last - c[i])
+	}
+	if cap(sc.f) < dk*n {
+		sc.f = make([]float32, dk*len(sc.a))
+	}
+	f := sc.f[:dk*n]
+	for r := range dk {
+		for i := range n {
+			f[r*n+i] = K[i*dk+r] * a[i]
+		}
+	}
+	if stateUpdate(S, eLast, f, U, n) {
+		return
+	}
 	for r := range dk {
 		row := S[r*dv : (r+1)*dv]
 		for j := range row {
 			row[j] *= eLast
 		}
-		for i := range n {
-			axpy(row, K[i*dk+r]*decay(last-c[i]), U[i*dv:(i+1)*dv])
-		}
+		rowsAxpy(row, f[r*n:(r+1)*n], U)
+	}
+}
+
+// rowsAxpy adds Σ_j a[j]·X_j to y, X_j the rows of X [·][len(y)], each
+// term a product and a sum in j order: axpy's bits, one call after
+// another (rowsAxpyFast keeps y in registers meanwhile).
+func rowsAxpy(y, a, X []float32) {
+	if rowsAxpyFast(y, a, X) {
+		return
+	}
+	dv := len(y)
+	for j, aj := range a {
+		axpy(y, aj, X[j*dv:(j+1)*dv])
 	}
 }

@@ -261,3 +261,103 @@ func deltaStep8(S, q, k, v []float32, alpha, beta float32, o []float32) bool {
 	archsimd.ClearAVXUpperBits()
 	return true
 }
+
+// The chunked delta rule's row sums (deltaChunk) on AVX2, 32 columns a
+// pass with the partial sums in registers: each column's products and
+// sums are axpy's, in axpy's order (a product, then a sum, no FMA), so the
+// results are the axpy loops' bits; they only stop storing and reloading
+// the partial sums between terms.
+
+// s0Dots sets u = S₀ᵀk and o = S₀ᵀq (u[j] = Σ_r k[r]·S[r][j] in r order,
+// from zero), S [len(k)][len(u)], and reports whether it ran (dv a
+// multiple of 32).
+//
+//go:noinline
+func s0Dots(u, o, S, k, q []float32) bool {
+	dv := len(u)
+	if !vec2Ready || dv%32 != 0 || len(o) != dv {
+		return false
+	}
+	dk := len(k)
+	S, q = S[:dk*dv], q[:dk]
+	for c := 0; c < dv; c += 32 {
+		var u0, u1, u2, u3, o0, o1, o2, o3 f32x8
+		for r, kr := range k {
+			row := S[r*dv+c:][:32]
+			kb, qb := bc8(kr), bc8(q[r])
+			s0, s1, s2, s3 := ld8(row), ld8(row[8:]), ld8(row[16:]), ld8(row[24:])
+			u0, u1, u2, u3 = u0.Add(s0.Mul(kb)), u1.Add(s1.Mul(kb)), u2.Add(s2.Mul(kb)), u3.Add(s3.Mul(kb))
+			o0, o1, o2, o3 = o0.Add(s0.Mul(qb)), o1.Add(s1.Mul(qb)), o2.Add(s2.Mul(qb)), o3.Add(s3.Mul(qb))
+		}
+		st8(u[c:], u0)
+		st8(u[c+8:], u1)
+		st8(u[c+16:], u2)
+		st8(u[c+24:], u3)
+		st8(o[c:], o0)
+		st8(o[c+8:], o1)
+		st8(o[c+16:], o2)
+		st8(o[c+24:], o3)
+	}
+	archsimd.ClearAVXUpperBits()
+	return true
+}
+
+// rowsAxpyFast is rowsAxpy: y += Σ_j a[j]·X_j in j order; it reports
+// whether it ran (len(y) a multiple of 32).
+//
+//go:noinline
+func rowsAxpyFast(y, a, X []float32) bool {
+	dv := len(y)
+	if !vec2Ready || dv%32 != 0 {
+		return false
+	}
+	X = X[:len(a)*dv]
+	for c := 0; c < dv; c += 32 {
+		y0, y1, y2, y3 := ld8(y[c:]), ld8(y[c+8:]), ld8(y[c+16:]), ld8(y[c+24:])
+		for j, aj := range a {
+			x, ab := X[j*dv+c:][:32], bc8(aj)
+			y0, y1 = y0.Add(ld8(x).Mul(ab)), y1.Add(ld8(x[8:]).Mul(ab))
+			y2, y3 = y2.Add(ld8(x[16:]).Mul(ab)), y3.Add(ld8(x[24:]).Mul(ab))
+		}
+		st8(y[c:], y0)
+		st8(y[c+8:], y1)
+		st8(y[c+16:], y2)
+		st8(y[c+24:], y3)
+	}
+	archsimd.ClearAVXUpperBits()
+	return true
+}
+
+// stateUpdate is the chunk's last step for every row r of S [dk][dv]:
+// S_r ← e·S_r, then S_r += Σ_i f[r·n + i]·U_i in i order (f [dk][n], U
+// [n][dv]); it reports whether it ran (dv a multiple of 32).
+//
+//go:noinline
+func stateUpdate(S []float32, e float32, f, U []float32, n int) bool {
+	if !vec2Ready || n == 0 {
+		return false
+	}
+	dv, dk := len(U)/n, len(f)/n
+	if dv%32 != 0 || len(S) != dk*dv {
+		return false
+	}
+	ev := bc8(e)
+	for r := range dk {
+		row, fr := S[r*dv:][:dv], f[r*n:][:n]
+		for c := 0; c < dv; c += 32 {
+			y := row[c:][:32]
+			y0, y1, y2, y3 := ld8(y).Mul(ev), ld8(y[8:]).Mul(ev), ld8(y[16:]).Mul(ev), ld8(y[24:]).Mul(ev)
+			for i, fi := range fr {
+				x, fb := U[i*dv+c:][:32], bc8(fi)
+				y0, y1 = y0.Add(ld8(x).Mul(fb)), y1.Add(ld8(x[8:]).Mul(fb))
+				y2, y3 = y2.Add(ld8(x[16:]).Mul(fb)), y3.Add(ld8(x[24:]).Mul(fb))
+			}
+			st8(y, y0)
+			st8(y[8:], y1)
+			st8(y[16:], y2)
+			st8(y[24:], y3)
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	return true
+}

@@ -20,5 +20,6 @@ func TestAVX2Twins(t *testing.T) {
 	t.Run("Exp32x8", TestExp32x8)
 	t.Run("Elementwise", TestVecElementwise)
 	t.Run("DeltaStep", TestDeltaStepTwins)
+	t.Run("DeltaChunk", TestDeltaChunkTwins)
 	t.Run("AttendStep", TestAttendStep)
 }

@@ -36,3 +36,7 @@ func attendValuesInt8(o, w []float32, V []int8, vs []float32, n, stride, off, hk
 		axpyInt8(o, e*vs[tau*hkv+hk], V[tau*stride+off:][:len(o)])
 	}
 }
+
+func s0Dots(u, o, S, k, q []float32) bool                            { return false }
+func rowsAxpyFast(y, a, X []float32) bool                            { return false }
+func stateUpdate(S []float32, e float32, f, U []float32, n int) bool { return false }

@@ -4,6 +4,7 @@ package model
 
 import (
 	"math"
+	"math/rand/v2"
 	"simd/archsimd"
 	"testing"
 
@@ -90,6 +91,52 @@ func TestLdF16(t *testing.T) {
 			}
 			if w := tensor.F16ToF32(h[i]); !sameBits(v, w) {
 				t.Fatalf("ldF16(%#04x) = %v, F16ToF32 %v", h[i], v, w)
+			}
+		}
+	}
+}
+
+// TestDeltaChunkTwins: the chunked delta rule with the build's vector
+// kernels (on AVX2: the row sums kept in registers, s0Dots, rowsAxpyFast,
+// stateUpdate) gives the scalar loops' bits, state and outputs, for chunk
+// lengths 1–64 and value widths that do and do not take the kernels.
+func TestDeltaChunkTwins(t *testing.T) {
+	g := rand.New(rand.NewPCG(9, 10))
+	for _, dims := range [][2]int{{32, 32}, {128, 128}, {16, 48}, {8, 24}} {
+		dk, dv := dims[0], dims[1]
+		for _, n := range []int{1, 2, 5, 17, 64} {
+			S1 := make([]float32, dk*dv)
+			for i := range S1 {
+				S1[i] = float32(g.NormFloat64())
+			}
+			S2 := append([]float32(nil), S1...)
+			Q, K, V := make([]float32, n*dk), make([]float32, n*dk), make([]float32, n*dv)
+			for i := range K {
+				Q[i] = float32(g.NormFloat64() / float64(dk))
+				K[i] = float32(g.NormFloat64() / math.Sqrt(float64(dk)))
+			}
+			for i := range V {
+				V[i] = float32(g.NormFloat64())
+			}
+			gl, beta := make([]float32, n), make([]float32, n)
+			for i := range gl {
+				gl[i], beta[i] = float32(-g.Float64()*0.5), float32(g.Float64())
+			}
+			O1, O2 := make([]float32, n*dv), make([]float32, n*dv)
+			deltaChunk(S1, Q, K, V, gl, beta, O1, newChunkScratch(64, dv))
+			v, v2 := vecReady, vec2Ready
+			vecReady, vec2Ready = false, false
+			deltaChunk(S2, Q, K, V, gl, beta, O2, newChunkScratch(64, dv))
+			vecReady, vec2Ready = v, v2
+			for i := range S1 {
+				if !sameBits(S1[i], S2[i]) {
+					t.Fatalf("dk %d dv %d n %d: S[%d] = %v, scalar %v", dk, dv, n, i, S1[i], S2[i])
+				}
+			}
+			for i := range O1 {
+				if !sameBits(O1[i], O2[i]) {
+					t.Fatalf("dk %d dv %d n %d: O[%d] = %v, scalar %v", dk, dv, n, i, O1[i], O2[i])
+				}
 			}
 		}
 	}
