@@ -397,53 +397,69 @@ sdone:
 	RET
 
 // VA2STEP adds one step of a 2-vector row: component 0 (table Y12) to
-// Y0/Y1, component 1 (table Y3) to Y2/Y15, as A2DOTA's sums.
+// Y0/Y1, component 1 (table Y3) to Y2/Y15, as A2DOTU's sums.
 #define VA2STEP \
 	PREFETCHT1 a2Ahead(SI); \
 	A2CODESA(0); \
-	A2DOTT(0, Y4, Y12, Y0); \
-	A2DOTT(64, Y5, Y12, Y0); \
-	A2DOTT(0, Y4, Y3, Y2); \
-	A2DOTT(64, Y5, Y3, Y2); \
+	A2DOTU(0, Y4, Y12, Y0); \
+	A2DOTU(64, Y5, Y12, Y0); \
+	A2DOTU(0, Y4, Y3, Y2); \
+	A2DOTU(64, Y5, Y3, Y2); \
 	A2CODESA(32); \
-	A2DOTT(32, Y4, Y12, Y1); \
-	A2DOTT(96, Y5, Y12, Y1); \
-	A2DOTT(32, Y4, Y3, Y15); \
-	A2DOTT(96, Y5, Y3, Y15); \
+	A2DOTU(32, Y4, Y12, Y1); \
+	A2DOTU(96, Y5, Y12, Y1); \
+	A2DOTU(32, Y4, Y3, Y15); \
+	A2DOTU(96, Y5, Y3, Y15); \
 	ADDQ $64, SI; \
-	ADDQ $128, R14; \
-	ADDQ $128, BX
+	ADDQ $128, R14
 
-// A2DOTT is A2DOTL with the table in tab.
-#define A2DOTT(off, src, tab, acc) \
+// A2DOTU adds Σ (ℓ + 64)·q of the nibbles in src, looked up in tab (the
+// bytes ℓ + 64 ∈ [0, 128]: 2-vector codebooks have |ℓ| ≤ 64, see
+// codebookBound), and the x at off(R14) into acc: ℓ + 64 is VPMADDUBSW's
+// unsigned operand and q its signed one, pair sums ≤ 2·128·127 = 32,512
+// (clobbers Y8).
+#define A2DOTU(off, src, tab, acc) \
 	VPSHUFB src, tab, Y8; \
-	VPSIGNB off(R14), Y8, Y8; \
-	VMOVDQU off(BX), Y9; \
-	VPMADDUBSW Y8, Y9, Y8; \
+	VPMADDUBSW off(R14), Y8, Y8; \
 	VPMADDWD Y14, Y8, Y8; \
 	VPADDD Y8, acc, acc
 
-// func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq, xa unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+// A2FOLDU is A2FOLDR for A2DOTU's sums: it adds 64·Σq (half of qs's
+// 128·Σq, which is even) to make them Σ (ℓ + 128)·q, the lane sums the
+// other kernels fold (clobbers Y8).
+#define A2FOLDU(acc, qoff, f) \
+	VMOVDQU qoff(R9), Y8; \
+	VPSRAD $1, Y8, Y8; \
+	VPADDD Y8, acc, acc; \
+	VCVTDQ2PS acc, acc; \
+	VMULPS qoff(R13), acc, acc; \
+	VADDPS acc, f, f
+
+// func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 //
 // lut4I8A2 for 2-vector 2x16 rows: h[2k+c] of index row k, component c
-// (tables tab[0:64] and tab[64:128]). The two components' float32 lanes
-// stay in Y6/Y7 and Y10/Y11 and are summed together, as lut4I8A2 sums a
-// pair of rows.
-TEXT ·vec2I8A2(SB), NOSPLIT, $0-72
+// (tables tab[0:64] and tab[64:128], ℓ + 128, made ℓ + 64 here). The two
+// components' float32 lanes stay in Y6/Y7 and Y10/Y11 and are summed
+// together, as lut4I8A2 sums a pair of rows. Per 32 bytes of codes: the
+// split (three instructions) and four lookups and products of four
+// instructions each.
+TEXT ·vec2I8A2(SB), NOSPLIT, $0-64
 	A2MASKS
+	MOVL $0x40404040, BX
+	VMOVQ BX, X15
+	VPBROADCASTD X15, Y15
 	MOVQ tab+0(FP), AX
 	VMOVDQU (AX), Y12
-	VPXOR Y15, Y12, Y12
+	VPSUBB Y15, Y12, Y12
 	VMOVDQU 64(AX), Y3
-	VPXOR Y15, Y3, Y3
+	VPSUBB Y15, Y3, Y3
 	MOVQ w+8(FP), SI
 	MOVQ steps+16(FP), CX
 	MOVQ xq+24(FP), DI
-	MOVQ xa+32(FP), R8
-	MOVQ ds+40(FP), R10
-	MOVQ qs+48(FP), R11
-	MOVQ rows+56(FP), R12
-	MOVQ h+64(FP), DX
+	MOVQ ds+32(FP), R10
+	MOVQ qs+40(FP), R11
+	MOVQ rows+48(FP), R12
+	MOVQ h+56(FP), DX
 	TESTQ R12, R12
 	JLE wdone
 	TESTQ CX, CX
@@ -451,7 +467,6 @@ TEXT ·vec2I8A2(SB), NOSPLIT, $0-72
 
 wrow:
 	MOVQ DI, R14
-	MOVQ R8, BX
 	MOVQ R10, R13
 	MOVQ R11, R9
 	MOVQ CX, AX
@@ -478,10 +493,10 @@ wblock:
 	DECQ AX
 
 wfold:
-	A2FOLDR(Y0, 0, Y6)
-	A2FOLDR(Y1, 32, Y7)
-	A2FOLDR(Y2, 0, Y10)
-	A2FOLDR(Y15, 32, Y11)
+	A2FOLDU(Y0, 0, Y6)
+	A2FOLDU(Y1, 32, Y7)
+	A2FOLDU(Y2, 0, Y10)
+	A2FOLDU(Y15, 32, Y11)
 	ADDQ $64, R13
 	ADDQ $64, R9
 	TESTQ AX, AX

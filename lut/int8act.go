@@ -12,7 +12,9 @@ import (
 //
 //	x'   = x·M, cut into scale groups G of 32 columns (below)
 //	d_G  = max_{j∈G} |x'_j| / 127,  q_j = round-half-even(x'_j · 127/max(max, 2⁻¹⁰⁰))   (q ∈ [−127, 127]; d = 0, q = 0 for a zero group)
-//	c_g  = max |L_g| / 127,          ℓ_g[e][t] = round-half-even(L_g[e][t]/c_g)   (the codebook of row group g in int8)
+//	c_g  ≈ max |L_g| / B,            ℓ_g[e][t] = round-half-even(L_g[e][t]/c_g)   (the codebook of row group g in int8;
+//	                                  B = 127 for scalar LUTs, 64 for 2-vector ones: codebookBound; for 2-vector
+//	                                  ones c_g is the step near max/B that rounds the entries best: int8CodebookStep)
 //	y[o] = s[o] · c_g · Σ_G d_G · Σ_{j∈G} ℓ_g[I[o/d, j]][o mod d] · q_j            (+ A·(B·x'), in float32 as in Mul)
 //
 // The kernels take x in steps of 128 columns (64 bytes of 4-bit codes) and
@@ -32,7 +34,9 @@ import (
 //
 // The cost against Mul's float32 product is two roundings: q carries an
 // error of at most d_G/2 per element (0.4% of its group's largest value)
-// and ℓ at most c_g/2 per codebook entry; both are bounded in the tests
+// and ℓ at most c_g/2 per codebook entry (c_g/2 is 0.4% of the largest
+// entry for scalar LUTs, 0.8% for 2-vector ones, whose 2-bit-per-weight
+// rounding is ~25× larger); both are bounded in the tests
 // (int8act_test.go) and their effect on a model is measured by forge eval
 // --act int8 (BENCHMARKS.md).
 
@@ -124,6 +128,21 @@ func (m *Matrix) codes8() ([]byte, int) {
 	return m.p.Index, m.in / 2
 }
 
+// codebookBound is B of the formula above, the largest |ℓ| of a format's
+// int8 codebook. 2-vector codebooks get 7 bits (|ℓ| ≤ 64) so that the AVX2
+// kernel can multiply the looked-up ℓ + 64 (≤ 128, an unsigned byte) by q
+// (|q| ≤ 127) in VPMADDUBSW without saturating its int16 pair sums
+// (2·128·127 = 32,512): one instruction fewer a product than making the
+// signs agree first (VPSIGNB), which is what bounded that kernel
+// (BENCHMARKS.md). Every build uses the same ℓ, so the bits do not depend
+// on the kernel. Scalar LUTs keep 8 bits: their kernel is memory-bound.
+func codebookBound(f Format) float32 {
+	if f.Kind == Vector {
+		return 64
+	}
+	return 127
+}
+
 // buildInt8Tables fills tab8 and cbd when the format has int8 kernels:
 // per group, component t's table is the 16 bytes ℓ + 128 repeated four
 // times (VPERMB reads six index bits, so the repeats make the code's
@@ -155,8 +174,12 @@ func (m *Matrix) buildInt8Tables() {
 			}
 			continue
 		}
-		m.cbd[g] = amax / 127
-		inv := 127 / amax
+		c := amax / 127
+		if f.Kind == Vector {
+			c = int8CodebookStep(m.tab, g, d, m.stride, amax, codebookBound(f))
+		}
+		m.cbd[g] = c
+		inv := 1 / c
 		for t := range d {
 			tab := m.tab[(g*d+t)*m.stride:][:16]
 			dst := m.tab8[(g*d+t)*64:][:64]
@@ -166,6 +189,39 @@ func (m *Matrix) buildInt8Tables() {
 			}
 		}
 	}
+}
+
+// int8CodebookStep returns c_g, the step of group g's int8 codebook: of
+// the steps amax/b for b = B·(0.85 + 0.15·i/48), i = 0 … 48, and b = B +
+// 0.25, B + 0.49 (every |round(L/c)| ≤ B still), the one whose rounding
+// of the group's 16·d entries has the least squared error (amax/B, the
+// plain choice, is among them). 2-vector codebooks take it: their 7 bits
+// with the plain step more than doubled the int8 activations' KL against
+// float32 ones on forge-tiny, the search took back a quarter of that
+// (BENCHMARKS.md). Scalar LUTs keep amax/127, where it made no difference
+// above the noise.
+func int8CodebookStep(tab []float32, g, d, stride int, amax, bound float32) float32 {
+	best, bestErr := amax/bound, math.Inf(1)
+	try := func(b float64) {
+		c := amax / float32(b)
+		inv := 1 / c
+		e := 0.0
+		for t := range d {
+			for _, v := range tab[(g*d+t)*stride:][:16] {
+				r := float64(v) - float64(c)*math.RoundToEven(float64(v*inv))
+				e += r * r
+			}
+		}
+		if e < bestErr {
+			best, bestErr = c, e
+		}
+	}
+	for i := range 49 {
+		try(float64(bound) * (0.85 + 0.15*float64(i)/48))
+	}
+	try(float64(bound) + 0.25)
+	try(float64(bound) + 0.49)
+	return best
 }
 
 func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }

@@ -20,5 +20,6 @@ func TestInt8AVX2Kernels(t *testing.T) {
 	t.Run("MatchTwin", TestInt8KernelsMatchTwin)
 	t.Run("QuantizeTwin", TestInt8QuantizeTwin)
 	t.Run("RowsMatchOneRow", TestInt8RowsMatchOneRow)
+	t.Run("CodebookBound", TestInt8CodebookBound)
 	t.Run("Mul", TestMulRandomShapes) // the panel path, with the fast kernels off
 }

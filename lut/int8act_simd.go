@@ -32,13 +32,13 @@ func vec2I8(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *
 // rows consecutive index rows (scalar or 2-vector) from w, the same sums
 // as lut4I8 and vec2I8 (scalar rows two at a time); qs holds the input
 // row's lane sums 128·Σq per block (Int8Input.qs), xa its |q|
-// (Int8Input.qa).
+// (Int8Input.qa; the 2-vector kernel multiplies q itself).
 //
 //go:noescape
 func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq, xa unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 
 //go:noescape
-func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq, xa unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 
 //go:noescape
 func lut4I8A2x2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
@@ -113,7 +113,7 @@ func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, qa
 		if d == 1 {
 			lut4I8A2(m.table8(r, 0), w, n/64, unsafe.Pointer(&qx[0]), unsafe.Pointer(&qa[0]), &dx[0], &qs[0], end-r, &y[r])
 		} else {
-			vec2I8A2((*[128]byte)(m.tab8[m.group8(r)*128:]), w, n/64, unsafe.Pointer(&qx[0]), unsafe.Pointer(&qa[0]), &dx[0], &qs[0], end-r, &y[r*2])
+			vec2I8A2((*[128]byte)(m.tab8[m.group8(r)*128:]), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], &qs[0], end-r, &y[r*2])
 		}
 		return end
 	}

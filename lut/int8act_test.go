@@ -386,3 +386,62 @@ func TestInt8RowsMatchOneRow(t *testing.T) {
 		}
 	}
 }
+
+// TestInt8CodebookBound checks the int8 codebooks against codebookBound:
+// every |ℓ| ≤ B (the AVX2 2-vector kernel's products would saturate
+// above 64) and every entry within c_g/2 of c_g·ℓ, on random codebooks
+// and on one whose entries are all equal, which puts every ℓ at +B. With
+// x constant too, every q is 127 and every pair of products in the AVX2
+// kernel is at its largest: the kernels must still give the twin's bits.
+func TestInt8CodebookBound(t *testing.T) {
+	for _, name := range int8Formats {
+		f := mustFormat(t, name)
+		out, in := 40, 512
+		for _, flat := range []bool{false, true} {
+			p := randomParts(f, out, in, 0, false, 3)
+			if flat {
+				for i := range p.LUT {
+					p.LUT[i] = tensor.F32ToF16(0.75)
+				}
+			}
+			m, err := New(f, out, in, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			B := int(codebookBound(f))
+			for g := range f.Groups(out) {
+				c := float64(m.cbd[g])
+				for tt := range f.Dim {
+					for e, v := range m.tab[(g*f.Dim+tt)*m.stride:][:16] {
+						l := int(m.tab8[(g*f.Dim+tt)*64+e]) - 128
+						if l < -B || l > B {
+							t.Fatalf("%s flat=%v: group %d entry %d: ℓ = %d outside ±%d", name, flat, g, e, l, B)
+						}
+						if flat && l != B {
+							t.Fatalf("%s flat: group %d entry %d: ℓ = %d, want %d", name, g, e, l, B)
+						}
+						if d := math.Abs(float64(v) - c*float64(l)); d > c/2*(1+1e-6) {
+							t.Fatalf("%s flat=%v: group %d entry %d: |L − c·ℓ| = %g > c/2 = %g", name, flat, g, e, d, c/2)
+						}
+					}
+				}
+			}
+			x := tensor.New(2, in)
+			for i := range x.Data {
+				x.Data[i] = 1
+			}
+			var q Int8Input
+			m.QuantizeInput(&q, x)
+			fast, slow := tensor.New(2, out), tensor.New(2, out)
+			m.MulRowsInt8(fast, &q, 0, out)
+			useFast = false
+			m.MulRowsInt8(slow, &q, 0, out)
+			useFast = true
+			for i := range fast.Data {
+				if math.Float32bits(fast.Data[i]) != math.Float32bits(slow.Data[i]) {
+					t.Fatalf("%s flat=%v: output %d: kernel %v, twin %v", name, flat, i, fast.Data[i], slow.Data[i])
+				}
+			}
+		}
+	}
+}
