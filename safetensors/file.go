@@ -57,6 +57,7 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, ioErr(path, "mmap", err)
 	}
+	adviseHuge(data)
 	f, err := OpenBytes(path, data)
 	if err != nil {
 		unix.Munmap(data)

@@ -3,6 +3,7 @@ package safetensors
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -374,4 +375,80 @@ func TestWriterCloseTwiceAndAbort(t *testing.T) {
 		t.Errorf("Write after Close: %v, want ErrClosed", err)
 	}
 	assertDirHolds(t, dir, "c.safetensors")
+}
+
+// gridFile records the size of every write to the temporary file.
+type gridFile struct {
+	*os.File
+	writes []int
+}
+
+func (g *gridFile) Write(p []byte) (int, error) {
+	g.writes = append(g.writes, len(p))
+	return g.File.Write(p)
+}
+
+// TestWriterWritesWholeBuffers checks that every write to the file but the
+// last is bufSize bytes (so each starts at a multiple of bufSize, where
+// Linux can cache the file in 2 MiB folios), whatever the sizes of the
+// tensors and of the Write calls: a header, a tensor smaller than the
+// buffer, one of 2.5 buffers written at once (which bufio would send
+// straight through), and one streamed in odd pieces; and that the file
+// holds what was written.
+func TestWriterWritesWholeBuffers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	sizes := []int{1000, bufSize*5/2 + 3, bufSize + 17}
+	infos := make([]TensorInfo, len(sizes))
+	data := make([][]byte, len(sizes))
+	for i, n := range sizes {
+		infos[i] = TensorInfo{Name: fmt.Sprint("t", i), DType: U8, Shape: []int{n}}
+		data[i] = make([]byte, n)
+		for j := range data[i] {
+			data[i][j] = byte(rng.Uint32())
+		}
+	}
+	path := filepath.Join(t.TempDir(), "g.safetensors")
+	saved := createTemp
+	defer func() { createTemp = saved }()
+	var g *gridFile
+	createTemp = func(path string) (tempFile, error) {
+		f, err := durable.CreateTemp(path)
+		g = &gridFile{File: f}
+		return g, err
+	}
+	w, err := Create(path, infos, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	for i := range 2 {
+		if err := w.WriteTensor(infos[i].Name, data[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := io.CopyBuffer(w, bytes.NewReader(data[2]), make([]byte, 333_333)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.writes) < 3 {
+		t.Fatalf("%d writes, want ≥ 3: %v", len(g.writes), g.writes)
+	}
+	for i, n := range g.writes[:len(g.writes)-1] {
+		if n != bufSize {
+			t.Fatalf("write %d of %d is %d bytes, want %d: %v", i, len(g.writes), n, bufSize, g.writes)
+		}
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i, in := range infos {
+		got, err := f.Bytes(in.Name)
+		if err != nil || !bytes.Equal(got, data[i]) {
+			t.Fatalf("tensor %s: %d bytes back (err %v), not what was written", in.Name, len(got), err)
+		}
+	}
 }
