@@ -62,8 +62,14 @@ func NewPool(workers int) *Pool {
 
 const (
 	// spinFor is how long an idle worker, or a caller waiting for its
-	// workers, polls before it blocks.
-	spinFor = 50 * time.Microsecond
+	// workers, polls before it blocks. It outlasts the gaps inside a
+	// decode step (a stage's last chunk on one core, then the serial work
+	// before the next stage: up to ~100 µs on the synth-1.4b): at 50 µs a
+	// worker blocked about twelve times a token there and each post then
+	// waited for a wake-up, and decode read 85.1% of the read bandwidth
+	// against 88.7% at 500 µs (alternated runs, BENCHMARKS.md). An idle
+	// pool still blocks 500 µs after its last call.
+	spinFor = 500 * time.Microsecond
 	// spinYield is how many polls of an atomic a polling goroutine makes
 	// between yields (runtime.Gosched, about a microsecond apart): a
 	// yield at every poll sends each poll through the scheduler's run
