@@ -15,11 +15,13 @@
 // 128-bit halves; |ℓ| ≤ 127), VPMADDUBSW multiplies a magnitude (≤ 127)
 // by a signed byte (|·| ≤ 127) and adds adjacent pairs in int16 (≤ 32,258:
 // no saturation), VPMADDWD adds pairs of those into int32 lanes of four
-// bytes each, as VPDPBUSD does. The one-row kernels multiply |q|
+// bytes each, as VPDPBUSD does. The scalar one-row kernels multiply |q|
 // (Int8Input.qa) by ℓ·sgn(q) (VPSIGNB on the looked-up ℓ); the multi-row
 // ones, which share each lookup between rows of x, multiply |ℓ| (VPABSB,
-// once) by q·sgn(ℓ). Either is Σ ℓ·q, exactly; the AVX-512 kernels' sums
-// are Σ (ℓ + 128)·q, so each block's lanes get 128·Σ q added from qs (made
+// once) by q·sgn(ℓ). Either is Σ ℓ·q, exactly. The 2-vector kernel, whose
+// codebooks have |ℓ| ≤ 64 (codebookBound), multiplies ℓ + 64 by q and
+// adds 64·Σq at each fold, one instruction fewer a product. The AVX-512
+// kernels' sums are Σ (ℓ + 128)·q, so each block's lanes get 128·Σ q added from qs (made
 // once per input, Int8Input.qs) before the float32 steps, which then run
 // in the portable twin's order: f_l += float32(S_l)·d_(b,l) (a product
 // and a sum, no FMA), and at the end the sum16 tree (f_l + f_(l+8), then
