@@ -10,19 +10,18 @@
 // bytes of codes, lanes 8h … 8h+7 of the 16 int32 lanes (h the half).
 //
 // AVX2 has no unsigned-by-signed dot product without saturation, so the
-// kernels multiply signed values: VPSHUFB looks the codes up in the
-// codebook ℓ (the 16 bytes ℓ + 128 of the AVX-512 table, xor 0x80, in both
-// 128-bit halves; |ℓ| ≤ 127), VPMADDUBSW multiplies a magnitude (≤ 127)
-// by a signed byte (|·| ≤ 127) and adds adjacent pairs in int16 (≤ 32,258:
-// no saturation), VPMADDWD adds pairs of those into int32 lanes of four
-// bytes each, as VPDPBUSD does. The scalar one-row kernels multiply |q|
-// (Int8Input.qa) by ℓ·sgn(q) (VPSIGNB on the looked-up ℓ); the multi-row
-// ones, which share each lookup between rows of x, multiply |ℓ| (VPABSB,
-// once) by q·sgn(ℓ). Either is Σ ℓ·q, exactly. The 2-vector kernel, whose
-// codebooks have |ℓ| ≤ 64 (codebookBound), multiplies ℓ + 64 by q and
-// adds 64·Σq at each fold, one instruction fewer a product. The AVX-512
-// kernels' sums are Σ (ℓ + 128)·q, so each block's lanes get 128·Σ q added from qs (made
-// once per input, Int8Input.qs) before the float32 steps, which then run
+// kernels make one operand of VPMADDUBSW (unsigned by signed bytes, adjacent
+// pairs added in int16, saturating) small enough. The one-row kernels,
+// whose codebooks have |ℓ| ≤ 64 (codebookBound: 7 bits where these kernels
+// run), look up ℓ + 64 (≤ 128; the 16 bytes ℓ + 128 of the AVX-512 table
+// minus 64, in both 128-bit halves) with VPSHUFB and multiply it by q
+// (|q| ≤ 127): pair sums ≤ 2·128·127 = 32,512, and each fold adds 64·Σq
+// (half of qs) to make them Σ (ℓ + 128)·q. The multi-row ones, which share
+// each lookup between rows of x and take 8-bit codebooks too, multiply |ℓ|
+// (VPABSB, once) by q·sgn(ℓ) (VPSIGNB) and add 128·Σq: Σ (ℓ + 128)·q
+// either way, as VPDPBUSD keeps it. VPMADDWD adds pairs of the int16 sums
+// into int32 lanes of four bytes each. The lane sums 128·Σq per block come
+// from qs (made once per input, Int8Input.qs); the float32 steps then run
 // in the portable twin's order: f_l += float32(S_l)·d_(b,l) (a product
 // and a sum, no FMA), and at the end the sum16 tree (f_l + f_(l+8), then
 // halves, then adjacent pairs). Scalar rows go two at a time for one row
@@ -194,37 +193,6 @@
 	VPAND Y13, Y4, Y4; \
 	VPAND Y13, Y5, Y5
 
-// A2DOTA adds Σ ℓ·q of the codes Y4/Y5 and the x at off(R14) (low
-// nibbles' columns) and off+64(R14) (high) into acc, as Σ |q|·(ℓ·sgn q):
-// VPSIGNB gives the looked-up ℓ the sign of q (ℓ ≠ −128, so it stays a
-// byte), and |q| (Int8Input.qa, at off(BX) and off+64(BX)) is the
-// unsigned operand of VPMADDUBSW. That is A2DOT's sum without its two
-// VPABSBs (clobbers Y8–Y11).
-#define A2DOTA(off, tab, acc) \
-	VPSHUFB Y4, tab, Y8; \
-	VPSHUFB Y5, tab, Y9; \
-	VPSIGNB off(R14), Y8, Y8; \
-	VPSIGNB off+64(R14), Y9, Y9; \
-	VMOVDQU off(BX), Y10; \
-	VMOVDQU off+64(BX), Y11; \
-	VPMADDUBSW Y8, Y10, Y8; \
-	VPMADDUBSW Y9, Y11, Y9; \
-	VPMADDWD Y14, Y8, Y8; \
-	VPMADDWD Y14, Y9, Y9; \
-	VPADDD Y8, acc, acc; \
-	VPADDD Y9, acc, acc
-
-// SA2STEPA adds one step of a scalar row to Y0/Y1 (lanes 0–7, 8–15).
-#define SA2STEPA \
-	PREFETCHT1 a2Ahead(SI); \
-	A2CODESA(0); \
-	A2DOTA(0, Y12, Y0); \
-	A2CODESA(32); \
-	A2DOTA(32, Y12, Y1); \
-	ADDQ $64, SI; \
-	ADDQ $128, R14; \
-	ADDQ $128, BX
-
 // A2CODESB is A2CODESA for the row after SI's (R12 bytes on).
 #define A2CODESB(off) \
 	VMOVDQU off(SI)(R12*1), Y4; \
@@ -232,65 +200,91 @@
 	VPAND Y13, Y4, Y4; \
 	VPAND Y13, Y5, Y5
 
-// A2DOTL is half of A2DOTA: the nibbles in src against the x at
-// off(R14) and |x| at off(BX) (clobbers Y8, Y9).
-#define A2DOTL(off, src, acc) \
-	VPSHUFB src, Y12, Y8; \
-	VPSIGNB off(R14), Y8, Y8; \
-	VMOVDQU off(BX), Y9; \
-	VPMADDUBSW Y8, Y9, Y8; \
+// A2DOTU adds Σ (ℓ + 64)·q of the nibbles in src, looked up in tab (the
+// bytes ℓ + 64 ∈ [0, 128]: 2-vector codebooks have |ℓ| ≤ 64, see
+// codebookBound), and the x at off(R14) into acc: ℓ + 64 is VPMADDUBSW's
+// unsigned operand and q its signed one, pair sums ≤ 2·128·127 = 32,512
+// (clobbers Y8).
+#define A2DOTU(off, src, tab, acc) \
+	VPSHUFB src, tab, Y8; \
+	VPMADDUBSW off(R14), Y8, Y8; \
 	VPMADDWD Y14, Y8, Y8; \
 	VPADDD Y8, acc, acc
 
-// PA2STEP adds one step of two scalar rows, SI's to Y0/Y1 and the one
-// R12 bytes on to Y2/Y3: two chains of the same work, so that the CPU
-// overlaps one row's sums and reduction with the other's (one row at a
-// time, a short row's latency, not its work, set the pace).
-#define PA2STEP \
+// A2FOLDU is A2FOLDR for A2DOTU's sums: it adds 64·Σq (half of qs's
+// 128·Σq, which is even) to make them Σ (ℓ + 128)·q, the lane sums the
+// other kernels fold (clobbers Y8).
+#define A2FOLDU(acc, qoff, f) \
+	VMOVDQU qoff(R9), Y8; \
+	VPSRAD $1, Y8, Y8; \
+	VPADDD Y8, acc, acc; \
+	VCVTDQ2PS acc, acc; \
+	VMULPS qoff(R13), acc, acc; \
+	VADDPS acc, f, f
+
+// PA2STEPU adds one step of two scalar rows, SI's to Y0/Y1 and the one
+// R12 bytes on to Y2/Y3, as A2DOTU's sums (the table Y12 holds ℓ + 64):
+// two chains of the same work, so that the CPU overlaps one row's sums
+// and reduction with the other's.
+#define PA2STEPU \
 	PREFETCHT1 a2Ahead(SI); \
 	PREFETCHT1 a2Ahead(SI)(R12*1); \
 	A2CODESA(0); \
-	A2DOTL(0, Y4, Y0); \
-	A2DOTL(64, Y5, Y0); \
+	A2DOTU(0, Y4, Y12, Y0); \
+	A2DOTU(64, Y5, Y12, Y0); \
 	A2CODESB(0); \
-	A2DOTL(0, Y4, Y2); \
-	A2DOTL(64, Y5, Y2); \
+	A2DOTU(0, Y4, Y12, Y2); \
+	A2DOTU(64, Y5, Y12, Y2); \
 	A2CODESA(32); \
-	A2DOTL(32, Y4, Y1); \
-	A2DOTL(96, Y5, Y1); \
+	A2DOTU(32, Y4, Y12, Y1); \
+	A2DOTU(96, Y5, Y12, Y1); \
 	A2CODESB(32); \
-	A2DOTL(32, Y4, Y3); \
-	A2DOTL(96, Y5, Y3); \
+	A2DOTU(32, Y4, Y12, Y3); \
+	A2DOTU(96, Y5, Y12, Y3); \
 	ADDQ $64, SI; \
-	ADDQ $128, R14; \
-	ADDQ $128, BX
+	ADDQ $128, R14
 
-// func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq, xa unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+// SA2STEPU adds one step of a scalar row to Y0/Y1 (lanes 0–7, 8–15), as
+// A2DOTU's sums.
+#define SA2STEPU \
+	PREFETCHT1 a2Ahead(SI); \
+	A2CODESA(0); \
+	A2DOTU(0, Y4, Y12, Y0); \
+	A2DOTU(64, Y5, Y12, Y0); \
+	A2CODESA(32); \
+	A2DOTU(32, Y4, Y12, Y1); \
+	A2DOTU(96, Y5, Y12, Y1); \
+	ADDQ $64, SI; \
+	ADDQ $128, R14
+
+// func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 //
 // For rows consecutive index rows from w (each 64·steps bytes, one
-// table), h[k] = Σ d·S of row k (int8act.go's int8RowGo, bit for bit),
-// xa being |xq|. Rows go in pairs, k and k + ⌊rows/2⌋ (float32 lanes in
+// table of |ℓ| ≤ 64), h[k] = Σ d·S of row k (int8act.go's int8RowGo,
+// bit for bit). Rows go in pairs, k and k + ⌊rows/2⌋ (float32 lanes in
 // Y6/Y7 and Y10/Y11, summed together: sum16's order, two rows to a
 // register), so that each pair reads two rows that are each a forward
 // stream through memory (rows next to each other, read in turns, read
 // DRAM a third slower); then a last odd row alone (lanes in Y2/Y3).
 // R12 and R15 are the bytes from a pair's first row to its second and
-// from its first sum to its second; rows+56(FP) counts the pairs left.
-TEXT ·lut4I8A2(SB), NOSPLIT, $8-72
+// from its first sum to its second; rows+48(FP) counts the pairs left.
+TEXT ·lut4I8A2(SB), NOSPLIT, $8-64
 	A2MASKS
+	MOVL $0x40404040, BX
+	VMOVQ BX, X15
+	VPBROADCASTD X15, Y15
 	MOVQ tab+0(FP), AX
 	VMOVDQU (AX), Y12
-	VPXOR Y15, Y12, Y12
+	VPSUBB Y15, Y12, Y12
 	MOVQ w+8(FP), SI
 	MOVQ steps+16(FP), CX
 	MOVQ xq+24(FP), DI
-	MOVQ xa+32(FP), R8
-	MOVQ ds+40(FP), R10
-	MOVQ qs+48(FP), R11
-	MOVQ h+64(FP), DX
+	MOVQ ds+32(FP), R10
+	MOVQ qs+40(FP), R11
+	MOVQ h+56(FP), DX
 	TESTQ CX, CX
 	JLE sdone
-	MOVQ rows+56(FP), AX
+	MOVQ rows+48(FP), AX
 	SHRQ $1, AX // pairs
 	MOVQ AX, R15
 	SHLQ $2, R15 // bytes from a pair's first sum to its second
@@ -303,7 +297,6 @@ ppair:
 	CMPQ pairs-8(SP), $0
 	JEQ plast
 	MOVQ DI, R14
-	MOVQ R8, BX
 	MOVQ R10, R13
 	MOVQ R11, R9
 	MOVQ CX, AX
@@ -317,23 +310,23 @@ pblock:
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
-	PA2STEP
+	PA2STEPU
 	DECQ AX
 	JZ pfold
-	PA2STEP
+	PA2STEPU
 	DECQ AX
 	JZ pfold
-	PA2STEP
+	PA2STEPU
 	DECQ AX
 	JZ pfold
-	PA2STEP
+	PA2STEPU
 	DECQ AX
 
 pfold:
-	A2FOLDR(Y0, 0, Y6)
-	A2FOLDR(Y1, 32, Y7)
-	A2FOLDR(Y2, 0, Y10)
-	A2FOLDR(Y3, 32, Y11)
+	A2FOLDU(Y0, 0, Y6)
+	A2FOLDU(Y1, 32, Y7)
+	A2FOLDU(Y2, 0, Y10)
+	A2FOLDU(Y3, 32, Y11)
 	ADDQ $64, R13
 	ADDQ $64, R9
 	TESTQ AX, AX
@@ -346,14 +339,13 @@ pfold:
 plast: // past the pairs' second rows and sums
 	ADDQ R12, SI
 	ADDQ R15, DX
-	MOVQ rows+56(FP), R12
+	MOVQ rows+48(FP), R12
 	ANDQ $1, R12
 	JZ sdone
 	JMP srow
 
 srow:
 	MOVQ DI, R14
-	MOVQ R8, BX
 	MOVQ R10, R13
 	MOVQ R11, R9
 	MOVQ CX, AX
@@ -363,21 +355,21 @@ srow:
 sblock:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
-	SA2STEPA
+	SA2STEPU
 	DECQ AX
 	JZ sfold
-	SA2STEPA
+	SA2STEPU
 	DECQ AX
 	JZ sfold
-	SA2STEPA
+	SA2STEPU
 	DECQ AX
 	JZ sfold
-	SA2STEPA
+	SA2STEPU
 	DECQ AX
 
 sfold:
-	A2FOLDR(Y0, 0, Y2)
-	A2FOLDR(Y1, 32, Y3)
+	A2FOLDU(Y0, 0, Y2)
+	A2FOLDU(Y1, 32, Y3)
 	ADDQ $64, R13
 	ADDQ $64, R9
 	TESTQ AX, AX
@@ -414,28 +406,6 @@ sdone:
 	A2DOTU(96, Y5, Y3, Y15); \
 	ADDQ $64, SI; \
 	ADDQ $128, R14
-
-// A2DOTU adds Σ (ℓ + 64)·q of the nibbles in src, looked up in tab (the
-// bytes ℓ + 64 ∈ [0, 128]: 2-vector codebooks have |ℓ| ≤ 64, see
-// codebookBound), and the x at off(R14) into acc: ℓ + 64 is VPMADDUBSW's
-// unsigned operand and q its signed one, pair sums ≤ 2·128·127 = 32,512
-// (clobbers Y8).
-#define A2DOTU(off, src, tab, acc) \
-	VPSHUFB src, tab, Y8; \
-	VPMADDUBSW off(R14), Y8, Y8; \
-	VPMADDWD Y14, Y8, Y8; \
-	VPADDD Y8, acc, acc
-
-// A2FOLDU is A2FOLDR for A2DOTU's sums: it adds 64·Σq (half of qs's
-// 128·Σq, which is even) to make them Σ (ℓ + 128)·q, the lane sums the
-// other kernels fold (clobbers Y8).
-#define A2FOLDU(acc, qoff, f) \
-	VMOVDQU qoff(R9), Y8; \
-	VPSRAD $1, Y8, Y8; \
-	VPADDD Y8, acc, acc; \
-	VCVTDQ2PS acc, acc; \
-	VMULPS qoff(R13), acc, acc; \
-	VADDPS acc, f, f
 
 // func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 //

@@ -13,8 +13,9 @@ import (
 //	x'   = x·M, cut into scale groups G of 32 columns (below)
 //	d_G  = max_{j∈G} |x'_j| / 127,  q_j = round-half-even(x'_j · 127/max(max, 2⁻¹⁰⁰))   (q ∈ [−127, 127]; d = 0, q = 0 for a zero group)
 //	c_g  ≈ max |L_g| / B,            ℓ_g[e][t] = round-half-even(L_g[e][t]/c_g)   (the codebook of row group g in int8;
-//	                                  B = 127 for scalar LUTs, 64 for 2-vector ones: codebookBound; for 2-vector
-//	                                  ones c_g is the step near max/B that rounds the entries best: int8CodebookStep)
+//	                                  B = 64 for 2-vector LUTs, and for scalar ones where the AVX2 kernels run,
+//	                                  127 elsewhere: codebookBound; with B = 64, c_g is the step near max/B
+//	                                  that rounds the entries best: int8CodebookStep)
 //	y[o] = s[o] · c_g · Σ_G d_G · Σ_{j∈G} ℓ_g[I[o/d, j]][o mod d] · q_j            (+ A·(B·x'), in float32 as in Mul)
 //
 // The kernels take x in steps of 128 columns (64 bytes of 4-bit codes) and
@@ -35,7 +36,7 @@ import (
 // The cost against Mul's float32 product is two roundings: q carries an
 // error of at most d_G/2 per element (0.4% of its group's largest value)
 // and ℓ at most c_g/2 per codebook entry (c_g/2 is 0.4% of the largest
-// entry for scalar LUTs, 0.8% for 2-vector ones, whose 2-bit-per-weight
+// entry with B = 127, 0.8% with B = 64; a 2-vector LUT's 2-bit-per-weight
 // rounding is ~25× larger); both are bounded in the tests
 // (int8act_test.go) and their effect on a model is measured by forge eval
 // --act int8 (BENCHMARKS.md).
@@ -77,7 +78,6 @@ type Int8Input struct {
 	xr       tensor.Matrix // x' when the matrix rotates its input
 	xp       tensor.Matrix // x' zero-padded to whole steps, when in is not a multiple of 128
 	qs       []int32       // [rows][blocks][16] 128·Σ q over each scale group (the AVX2 kernels' correction), or empty
-	qa       []int8        // |q| (the AVX2 one-row kernel's unsigned operand), or empty
 	qi       []int8        // q's rows by chunks of eight, interleaved by step (int8rows.go), or empty
 	di       []float32     // d's likewise
 }
@@ -129,15 +129,20 @@ func (m *Matrix) codes8() ([]byte, int) {
 }
 
 // codebookBound is B of the formula above, the largest |ℓ| of a format's
-// int8 codebook. 2-vector codebooks get 7 bits (|ℓ| ≤ 64) so that the AVX2
-// kernel can multiply the looked-up ℓ + 64 (≤ 128, an unsigned byte) by q
-// (|q| ≤ 127) in VPMADDUBSW without saturating its int16 pair sums
-// (2·128·127 = 32,512): one instruction fewer a product than making the
-// signs agree first (VPSIGNB), which is what bounded that kernel
-// (BENCHMARKS.md). Every build uses the same ℓ, so the bits do not depend
-// on the kernel. Scalar LUTs keep 8 bits: their kernel is memory-bound.
+// int8 codebook. With 7 bits (|ℓ| ≤ 64) the AVX2 kernels multiply the
+// looked-up ℓ + 64 (≤ 128, an unsigned byte) by q (|q| ≤ 127) in
+// VPMADDUBSW without saturating its int16 pair sums (2·128·127 = 32,512):
+// two instructions fewer a product than making the signs agree first
+// (VPSIGNB, and VPABSB or a buffer of |q|), which is what bounded those
+// kernels (BENCHMARKS.md). 2-vector codebooks get 7 bits on every CPU
+// (their 2-bit rounding dwarfs it), so their bits do not depend on the
+// kernel. Scalar LUTs get 7 bits only where the AVX2 kernels run
+// (int8A2): it raised forge-tiny's LUT4 KL against the bf16 reference
+// 0.34% → 1.1% above float32 activations' (0.009159 → 0.009157 with 8
+// bits, 0.009226 with 7), which buys nothing where VPDPBUSD multiplies
+// 8-bit ℓ + 128 in one instruction, or on the portable twin.
 func codebookBound(f Format) float32 {
-	if f.Kind == Vector {
+	if f.Kind == Vector || int8A2 {
 		return 64
 	}
 	return 127
@@ -175,9 +180,10 @@ func (m *Matrix) buildInt8Tables() {
 			continue
 		}
 		c := amax / 127
-		if f.Kind == Vector {
-			c = int8CodebookStep(m.tab, g, d, m.stride, amax, codebookBound(f))
+		if B := codebookBound(f); B != 127 {
+			c = int8CodebookStep(m.tab, g, d, m.stride, amax, B)
 		}
+		m.narrow8 = codebookBound(f) <= 64
 		m.cbd[g] = c
 		inv := 1 / c
 		for t := range d {
@@ -198,8 +204,8 @@ func (m *Matrix) buildInt8Tables() {
 // plain choice, is among them). 2-vector codebooks take it: their 7 bits
 // with the plain step more than doubled the int8 activations' KL against
 // float32 ones on forge-tiny, the search took back a quarter of that
-// (BENCHMARKS.md). Scalar LUTs keep amax/127, where it made no difference
-// above the noise.
+// (BENCHMARKS.md). 8-bit codebooks keep amax/127, where it made no
+// difference above the noise.
 func int8CodebookStep(tab []float32, g, d, stride int, amax, bound float32) float32 {
 	best, bestErr := amax/bound, math.Inf(1)
 	try := func(b float64) {
@@ -260,18 +266,16 @@ func (m *Matrix) QuantizeInput(q *Int8Input, x *tensor.Matrix) {
 	q.q = grow(q.q, x.Rows*steps*int8Step)
 	q.d = grow(q.d, x.Rows*nb)
 	q.k = grow(q.k, x.Rows)
-	q.qs, q.qa = q.qs[:0], q.qa[:0]
+	q.qs = q.qs[:0]
 	if int8A2 && useFast {
 		q.qs = grow(q.qs, x.Rows*nb)
-		q.qa = grow(q.qa, x.Rows*steps*int8Step)
 	}
 	for t := range x.Rows {
 		var qs []int32
-		var qa []int8
 		if len(q.qs) > 0 {
-			qs, qa = q.qs[t*nb:][:nb], q.qa[t*steps*int8Step:][:steps*int8Step]
+			qs = q.qs[t*nb:][:nb]
 		}
-		q.k[t] = quantizeRow(q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb], qs, qa, x.Row(t))
+		q.k[t] = quantizeRow(q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb], qs, x.Row(t))
 	}
 	q.interleave(steps, nb)
 }
@@ -285,26 +289,18 @@ func grow[E any](s []E, n int) []E {
 
 // quantizeRow writes x quantized per scale group into q (phase layout,
 // zeros past x) and d ([blocks][16]), and returns k = 128·Σ_G d_G·Σ_{j∈G} q_j;
-// qs, when not nil, gets laneSums(qs, q), and qa |q|.
-func quantizeRow(q []int8, d []float32, qs []int32, qa []int8, x []float32) float32 {
+// qs, when not nil, gets laneSums(qs, q).
+func quantizeRow(q []int8, d []float32, qs []int32, x []float32) float32 {
 	if useFast {
-		if k, ok := quantizeFast(q, d, qs, qa, x); ok {
+		if k, ok := quantizeFast(q, d, qs, x); ok {
 			return k
 		}
 	}
 	k := quantizeRowGo(q, d, x)
 	if qs != nil {
 		laneSums(qs, q)
-		absCodes(qa, q)
 	}
 	return k
-}
-
-// absCodes sets qa to |q| (codes are in [−127, 127]).
-func absCodes(qa, q []int8) {
-	for i, c := range q {
-		qa[i] = max(c, -c)
-	}
 }
 
 // quantizeRowGo is quantizeRow in plain Go (any width).
@@ -415,15 +411,14 @@ func (m *Matrix) int8Rows(y []float32, q *Int8Input, t, r0, r1 int) {
 	nb := 16 * ((m.in + int8Block - 1) / int8Block)
 	qx, dx := q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb]
 	var qs []int32
-	var qa []int8
 	if len(q.qs) > 0 {
-		qs, qa = q.qs[t*nb:][:nb], q.qa[t*steps*int8Step:][:steps*int8Step]
+		qs = q.qs[t*nb:][:nb]
 	}
 	idx, n := m.codes8()
 	d := m.f.Dim
 	for r := r0; r < r1; {
 		if Int8Kernels() && useFast {
-			if r = m.int8Kernel(y, qx, dx, qs, qa, r, r1); r == r1 {
+			if r = m.int8Kernel(y, qx, dx, qs, r, r1); r == r1 {
 				break
 			}
 		}

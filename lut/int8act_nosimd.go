@@ -11,11 +11,11 @@ const (
 	int8A2    = false
 )
 
-func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, qa []int8, r, r1 int) int {
+func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r, r1 int) int {
 	return r
 }
 
-func quantizeFast(q []int8, d []float32, qs []int32, qa []int8, x []float32) (float32, bool) {
+func quantizeFast(q []int8, d []float32, qs []int32, x []float32) (float32, bool) {
 	return 0, false
 }
 

@@ -30,12 +30,12 @@ func vec2I8(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *
 
 // lut4I8A2 and vec2I8A2 are the AVX2 kernels (int8_avx2_amd64.s): for
 // rows consecutive index rows (scalar or 2-vector) from w, the same sums
-// as lut4I8 and vec2I8 (scalar rows two at a time); qs holds the input
-// row's lane sums 128·Σq per block (Int8Input.qs), xa its |q|
-// (Int8Input.qa; the 2-vector kernel multiplies q itself).
+// as lut4I8 and vec2I8 (scalar rows two at a time), for codebooks of
+// |ℓ| ≤ 64 (codebookBound); qs holds the input row's lane sums 128·Σq
+// per block (Int8Input.qs).
 //
 //go:noescape
-func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq, xa unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
 
 //go:noescape
 func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
@@ -96,9 +96,10 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 // they take before r1 and the end of r's codebook group (whole groups of
 // eight outputs for the AVX-512 kernels, any number for the AVX2 ones),
 // writing the unscaled sums to y, and returns the first row it left (r
-// itself when none fits). qs is the input row's lane sums and qa its |q|
-// (AVX2 only).
-func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, qa []int8, r, r1 int) int {
+// itself when none fits). qs is the input row's lane sums (AVX2 only,
+// whose kernels take only 7-bit codebooks: a matrix made before int8A2
+// was set, in tests, runs the twin).
+func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r, r1 int) int {
 	d := m.f.Dim
 	end := r1
 	if m.rowsG > 0 {
@@ -106,12 +107,12 @@ func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, qa
 	}
 	idx, n := m.codes8()
 	if int8A2 {
-		if end <= r || len(qs) == 0 {
+		if end <= r || len(qs) == 0 || !m.narrow8 {
 			return r
 		}
 		w := unsafe.Pointer(&idx[r*n])
 		if d == 1 {
-			lut4I8A2(m.table8(r, 0), w, n/64, unsafe.Pointer(&qx[0]), unsafe.Pointer(&qa[0]), &dx[0], &qs[0], end-r, &y[r])
+			lut4I8A2(m.table8(r, 0), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], &qs[0], end-r, &y[r])
 		} else {
 			vec2I8A2((*[128]byte)(m.tab8[m.group8(r)*128:]), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], &qs[0], end-r, &y[r*2])
 		}
@@ -146,16 +147,15 @@ var (
 
 // quantizeFast is quantizeRow's AVX-512 twin for rows of whole steps
 // (len(x) a multiple of 128; ok is false otherwise), quantize8 on CPUs
-// with AVX2 only; both set qs as laneSums does, and qa to |q|, when they
-// are not nil. The same float32
-// products, divisions and round-half-even, so the same codes, scales and
-// k. A vector of 16 columns holds two scale groups (lanes 0–7, 8–15); the
+// with AVX2 only; both set qs as laneSums does when it is not nil. The
+// same float32 products, divisions and round-half-even, so the same
+// codes, scales and k. A vector of 16 columns holds two scale groups (lanes 0–7, 8–15); the
 // float32 scalar work (d, k) waits until the block's vector work is done
 // and the upper register state is cleared, since scalar float code after
 // 512-bit code runs several times slower on this host otherwise.
-func quantizeFast(q []int8, d []float32, qs []int32, qa []int8, x []float32) (k float32, ok bool) {
+func quantizeFast(q []int8, d []float32, qs []int32, x []float32) (k float32, ok bool) {
 	if !fastReady {
-		return quantize8(q, d, qs, qa, x)
+		return quantize8(q, d, qs, x)
 	}
 	if len(x)%int8Step != 0 || len(q) != len(x) {
 		return 0, false
@@ -210,9 +210,6 @@ func quantizeFast(q []int8, d []float32, qs []int32, qa []int8, x []float32) (k 
 				qs[16*b+g] = 128 * n
 			}
 		}
-	}
-	if qa != nil {
-		absCodes(qa, q)
 	}
 	return k, true
 }

@@ -60,17 +60,18 @@ type Matrix struct {
 	rank    int // r of the low-rank factors (0: none)
 
 	// Derived at construction, not stored.
-	tab    []float32     // [groups][d][stride] widened codebooks, transposed, repeated to stride
-	stride int           // max(K, 16): floats per table
-	rowsG  int           // index rows per codebook group (0: one group)
-	scale  []float32     // [out] widened scales
-	dense  *tensor.Dense // BF16, FP16 weights
-	lrA    *tensor.Dense // [out][r] fp16
-	lrB    *tensor.Dense // [r][in] fp16
-	fam    family        // which fast kernel family applies (kernel_*.go)
-	tab8   []byte        // [groups][d][64] int8 codebooks + 128, repeated (int8act.go); nil: no int8 kernels
-	idx8   []byte        // index rows zero-padded to whole int8 steps when in is not a multiple of 128 (codes8)
-	cbd    []float32     // [groups] their scales c_g
+	tab     []float32     // [groups][d][stride] widened codebooks, transposed, repeated to stride
+	stride  int           // max(K, 16): floats per table
+	rowsG   int           // index rows per codebook group (0: one group)
+	scale   []float32     // [out] widened scales
+	dense   *tensor.Dense // BF16, FP16 weights
+	lrA     *tensor.Dense // [out][r] fp16
+	lrB     *tensor.Dense // [r][in] fp16
+	fam     family        // which fast kernel family applies (kernel_*.go)
+	tab8    []byte        // [groups][d][64] int8 codebooks + 128, repeated (int8act.go); nil: no int8 kernels
+	idx8    []byte        // index rows zero-padded to whole int8 steps when in is not a multiple of 128 (codes8)
+	cbd     []float32     // [groups] their scales c_g
+	narrow8 bool          // |ℓ| ≤ 64 in tab8 (codebookBound): the AVX2 kernels' condition
 }
 
 // int8Table is the fixed INT8 codebook: entry c is int8(c) as a float.

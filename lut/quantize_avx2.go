@@ -27,12 +27,12 @@ var (
 // for rows of whole steps (len(x) a multiple of 128; ok is false
 // otherwise, or without AVX2): the same float32 products, divisions and
 // round-half-even, so the same codes, scales and k; it also sets qs (when
-// not nil) to laneSums' values and qa to |q|. All of it is vector work but k's float32
+// not nil) to laneSums' values. All of it is vector work but k's float32
 // sum, which runs in group order after the block's vectors: per block,
 // the 16 group maxima (eight lanes of a group per step, then a transposing
 // max tree over eight groups at once), then chunk by chunk of four groups
 // the codes, packed to bytes in phase layout and summed per group.
-func quantize8(q []int8, d []float32, qs []int32, qa []int8, x []float32) (k float32, ok bool) {
+func quantize8(q []int8, d []float32, qs []int32, x []float32) (k float32, ok bool) {
 	if !int8A2 || len(x)%int8Step != 0 || len(q) != len(x) {
 		return 0, false
 	}
@@ -69,11 +69,6 @@ func quantize8(q []int8, d []float32, qs []int32, qa []int8, x []float32) (k flo
 				t = t.AsInt32x8().Permute(perm).AsInt8x32()
 				t.GetLo().Store((*[16]int8)(q[s+16*j:]))
 				t.GetHi().Store((*[16]int8)(q[s+64+16*j:]))
-				if qa != nil {
-					a := t.Abs()
-					a.GetLo().Store((*[16]int8)(qa[s+16*j:]))
-					a.GetHi().Store((*[16]int8)(qa[s+64+16*j:]))
-				}
 			}
 			n := s0.AddPairsGrouped(s1).AddPairsGrouped(s2.AddPairsGrouped(s3))
 			n.GetLo().Add(n.GetHi()).Store((*[4]int32)(sums[4*j:]))
