@@ -121,14 +121,18 @@
 //
 // Int8 activations (int8act.go, decode's fast path): MulRowsInt8 takes
 // x' quantized to int8 in groups of 32 columns (Int8Input, made once per
-// input by QuantizeInput) and the 4-bit codebooks rounded to int8, and
-// sums exact integer products (VPERMB looks 64 codes up at once, VPDPBUSD
-// multiplies and adds them four to a lane) with float32 scaling in a fixed
-// order, so the AVX-512 kernels and the portable twin give the same bits.
-// On CPUs with AVX2 but not AVX-512 the kernels of int8_avx2_amd64.s
-// give those bits too: VPSHUFB lookups, signed byte products (VPSIGNB,
-// VPMADDUBSW, VPMADDWD) and a per-input correction of 128·Σq per scale
-// group for the AVX-512 kernels' biased table; one row of x at a time, or
+// input by QuantizeInput) and the 4-bit codebooks rounded to int8 (8
+// bits, |ℓ| ≤ 127; 7 bits, |ℓ| ≤ 64, for 2-vector codebooks, and for
+// scalar ones where the AVX2 kernels run: codebookBound), and sums exact
+// integer products (VPERMB looks 64 codes up at once, VPDPBUSD multiplies
+// and adds them four to a lane) with float32 scaling in a fixed order, so
+// the AVX-512 kernels and the portable twin give the same bits. On CPUs
+// with AVX2 but not AVX-512 the kernels of int8_avx2_amd64.s give those
+// bits too: VPSHUFB lookups, byte products summed by VPMADDUBSW and
+// VPMADDWD, and the AVX-512 kernels' sums of (ℓ + 128)·q rebuilt from
+// the lane sums 128·Σq per scale group (the one-row kernels multiply the
+// looked-up ℓ + 64 by q and add 64·Σq; the multi-row ones give ℓ the
+// sign of q with VPSIGNB and multiply |q|); one row of x at a time, or
 // (scalar LUTs) three or two rows sharing each looked-up step of codes.
 // A width that is not a multiple of 128 is zero-padded to one (x' with
 // zero columns, the kernels reading a padded copy of the index rows).

@@ -201,7 +201,7 @@
 	VPAND Y13, Y5, Y5
 
 // A2DOTU adds Σ (ℓ + 64)·q of the nibbles in src, looked up in tab (the
-// bytes ℓ + 64 ∈ [0, 128]: 2-vector codebooks have |ℓ| ≤ 64, see
+// bytes ℓ + 64 ∈ [0, 128]: 7-bit codebooks, |ℓ| ≤ 64, see
 // codebookBound), and the x at off(R14) into acc: ℓ + 64 is VPMADDUBSW's
 // unsigned operand and q its signed one, pair sums ≤ 2·128·127 = 32,512
 // (clobbers Y8).
