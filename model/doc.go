@@ -13,7 +13,8 @@
 //
 // A decode step runs the products that read one input (a layer's mixer
 // projections, MLP gate and up, the head) as one call on the worker pool
-// split by output rows (stage.go, through the Linears' MulRows when they
+// split by output rows in chunks that shrink towards the end of the call
+// (stage.go, tensor.ParallelGuided, through the Linears' MulRows when they
 // have it), and times itself to choose between that and running alone on
 // the caller, whichever is faster on the machine's current load
 // (stepMode); both give the same bits. With GOEXPERIMENT=simd on an

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,11 @@ func Parallel(n int, fn func(lo, hi int)) { Default.Run(n, 1, fn) }
 // ParallelGrain is Parallel with chunks of at least grain items (except
 // when n < grain), on the Default pool (Pool.Run).
 func ParallelGrain(n, grain int, fn func(lo, hi int)) { Default.Run(n, grain, fn) }
+
+// ParallelGuided is ParallelGrain with chunks that shrink as the work
+// runs out, on the Default pool (Pool.RunGuided): for fn whose results do
+// not depend on where the chunks split.
+func ParallelGuided(n, grain int, fn func(lo, hi int)) { Default.RunGuided(n, grain, fn) }
 
 // Default is the process-wide pool every kernel uses: GOMAXPROCS−1
 // workers besides the calling goroutines.
@@ -121,17 +127,48 @@ func (p *Pool) Run(n, grain int, fn func(lo, hi int)) {
 		ClearUpper()
 		return
 	}
-	j := p.post(n, k, fn)
+	j := p.post(n, k, 0, fn)
 	j.work()
 	p.wait(j)
 }
 
-// job is one Run call.
+// RunGuided is Run with guided self-scheduling (Polychronopoulos and
+// Kuck, 1987): each claim takes c = max(grain, ⌈r/(2·g)⌉) of the r items
+// left, g being the goroutines that can run them (workers + 1), so the
+// first chunks are long, sequential runs and the last ones grain items.
+// The goroutine that takes a call's last chunk keeps the others waiting
+// for at most grain items, where Run's equal chunks cost up to a whole
+// chunk (n/k items) at the end of every call. Chunk boundaries depend on
+// which goroutine claims first: fn's results must not depend on them
+// (a product whose rows are computed alike wherever a chunk starts).
+func (p *Pool) RunGuided(n, grain int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	if n > math.MaxInt32 { // the job counts items in int32
+		p.Run(n, grain, fn)
+		return
+	}
+	grain = max(grain, 1)
+	if n < 2*grain || p.size == 0 {
+		fn(0, n)
+		ClearUpper()
+		return
+	}
+	j := p.post(n, n, grain, fn)
+	j.work()
+	p.wait(j)
+}
+
+// job is one Run call (guided > 0: one RunGuided call, whose next and
+// left count items, k = n).
 type job struct {
 	fn      func(lo, hi int)
 	n, k    int
-	next    atomic.Int32 // next chunk to claim
-	left    atomic.Int32 // chunks not yet finished
+	guided  int          // RunGuided's grain; 0 for Run
+	parts   int          // RunGuided: 2·(workers + 1)
+	next    atomic.Int32 // next chunk to claim (guided: next item)
+	left    atomic.Int32 // chunks not yet finished (guided: items)
 	waiting atomic.Bool  // the caller blocks on done
 	users   atomic.Int32 // workers holding the job (claim → work)
 	done    chan struct{}
@@ -143,14 +180,31 @@ type job struct {
 func (j *job) work() bool {
 	ran := false
 	for {
-		i := int(j.next.Add(1)) - 1
-		if i >= j.k {
-			return ran
+		lo, hi := 0, 0
+		if j.guided > 0 {
+			lo = int(j.next.Load())
+			if lo >= j.n {
+				return ran
+			}
+			hi = min(j.n, lo+max(j.guided, (j.n-lo+j.parts-1)/j.parts))
+			if !j.next.CompareAndSwap(int32(lo), int32(hi)) {
+				continue // another goroutine claimed from lo first
+			}
+		} else {
+			i := int(j.next.Add(1)) - 1
+			if i >= j.k {
+				return ran
+			}
+			lo, hi = i*j.n/j.k, (i+1)*j.n/j.k
 		}
 		ran = true
-		j.fn(i*j.n/j.k, (i+1)*j.n/j.k)
+		j.fn(lo, hi)
 		ClearUpper()
-		if j.left.Add(-1) == 0 && j.waiting.Load() {
+		done := int32(1)
+		if j.guided > 0 {
+			done = int32(hi - lo)
+		}
+		if j.left.Add(-done) == 0 && j.waiting.Load() {
 			select {
 			case j.done <- struct{}{}:
 			default:
@@ -159,8 +213,9 @@ func (j *job) work() bool {
 	}
 }
 
-// post publishes a call of k chunks and wakes parked workers for it.
-func (p *Pool) post(n, k int, fn func(lo, hi int)) *job {
+// post publishes a call of k chunks (guided > 0: RunGuided's items, k =
+// n) and wakes parked workers for it.
+func (p *Pool) post(n, k, guided int, fn func(lo, hi int)) *job {
 	p.mu.Lock()
 	for len(p.workers) < p.size {
 		w := &worker{p: p, wake: make(chan struct{}, 1)}
@@ -186,7 +241,7 @@ func (p *Pool) post(n, k int, fn func(lo, hi int)) *job {
 	case <-j.done:
 	default:
 	}
-	j.fn, j.n, j.k = fn, n, k
+	j.fn, j.n, j.k, j.guided, j.parts = fn, n, k, guided, 2*(p.size+1)
 	j.next.Store(0)
 	j.left.Store(int32(k))
 	j.waiting.Store(false)

@@ -8,31 +8,44 @@ import (
 )
 
 // TestParallelCovers checks that the chunks tile [0,n) exactly once and
-// respect the grain, for small and odd n.
+// respect the grain, for small and odd n, with equal chunks (at most
+// chunksPerWorker a goroutine) and with guided ones (each at least grain
+// but the one that ends at n, and no longer than ⌈r/(2·goroutines)⌉ of
+// the r items left when it started, unless that is under grain).
 func TestParallelCovers(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 7, 64, 1001} {
-		for _, grain := range []int{0, 1, 5, 100, 5000} {
-			hits := make([]int32, n)
-			var mu sync.Mutex
-			var chunks int
-			ParallelGrain(n, grain, func(lo, hi int) {
-				mu.Lock()
-				chunks++
-				mu.Unlock()
-				if hi-lo < grain && hi-lo != n {
-					t.Errorf("n=%d grain=%d: chunk [%d,%d) below grain", n, grain, lo, hi)
+	parts := 2 * (Default.size + 1)
+	for _, guided := range []bool{false, true} {
+		run := ParallelGrain
+		if guided {
+			run = ParallelGuided
+		}
+		for _, n := range []int{0, 1, 2, 3, 7, 64, 1001, 100000} {
+			for _, grain := range []int{0, 1, 5, 100, 5000} {
+				hits := make([]int32, n)
+				var mu sync.Mutex
+				var chunks int
+				run(n, grain, func(lo, hi int) {
+					mu.Lock()
+					chunks++
+					mu.Unlock()
+					if hi-lo < grain && hi-lo != n && !(guided && hi == n) {
+						t.Errorf("guided=%v n=%d grain=%d: chunk [%d,%d) below grain", guided, n, grain, lo, hi)
+					}
+					if most := max(grain, (n-lo+parts-1)/parts); guided && hi-lo > most && hi-lo != n {
+						t.Errorf("n=%d grain=%d: guided chunk [%d,%d) longer than %d", n, grain, lo, hi, most)
+					}
+					for i := lo; i < hi; i++ {
+						atomic.AddInt32(&hits[i], 1)
+					}
+				})
+				for i, h := range hits {
+					if h != 1 {
+						t.Fatalf("guided=%v n=%d grain=%d: item %d visited %d times", guided, n, grain, i, h)
+					}
 				}
-				for i := lo; i < hi; i++ {
-					atomic.AddInt32(&hits[i], 1)
+				if most := chunksPerWorker * (Default.size + 1); !guided && chunks > most {
+					t.Errorf("n=%d grain=%d: %d chunks > %d", n, grain, chunks, most)
 				}
-			})
-			for i, h := range hits {
-				if h != 1 {
-					t.Fatalf("n=%d grain=%d: item %d visited %d times", n, grain, i, h)
-				}
-			}
-			if most := chunksPerWorker * (Default.size + 1); chunks > most {
-				t.Errorf("n=%d grain=%d: %d chunks > %d", n, grain, chunks, most)
 			}
 		}
 	}
@@ -101,7 +114,11 @@ func TestPoolConcurrent(t *testing.T) {
 			n := 100 + 37*g
 			for range 200 {
 				hits := make([]int32, n)
-				p.Run(n, 3, func(lo, hi int) {
+				run := p.Run
+				if g%2 == 1 { // guided and equal calls share the workers
+					run = p.RunGuided
+				}
+				run(n, 3, func(lo, hi int) {
 					for i := lo; i < hi; i++ {
 						atomic.AddInt32(&hits[i], 1)
 					}
@@ -139,6 +156,9 @@ func TestParallelNoAlloc(t *testing.T) {
 	Parallel(len(j.data), j.run) // start the workers
 	if a := testing.AllocsPerRun(100, func() { Parallel(len(j.data), j.run) }); a != 0 {
 		t.Errorf("Parallel allocates %v times per call", a)
+	}
+	if a := testing.AllocsPerRun(100, func() { ParallelGuided(len(j.data), 64, j.run) }); a != 0 {
+		t.Errorf("ParallelGuided allocates %v times per call", a)
 	}
 }
 
