@@ -1,18 +1,18 @@
 package bundle
 
 import (
-	"os/exec"
-
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"forge/internal/outpath"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"forge/checkpoint"
+	"forge/internal/outpath"
 	"forge/lut"
 	"forge/model"
 	"forge/quant"
@@ -128,7 +128,26 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("bundle vs dequantized logits: max |Δ| = %.3g", d)
 			}
 			checkAccounting(t, b)
+			checkAligned(t, b)
 		})
+	}
+}
+
+// checkAligned: every index array starts on a cache line of its file
+// (safetensors.DataAlign), padded by a ".pad" tensor where needed.
+func checkAligned(t *testing.T, b *Bundle) {
+	t.Helper()
+	for _, sf := range b.files {
+		raw, err := os.ReadFile(sf.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		area := 8 + int64(binary.LittleEndian.Uint64(raw))
+		for _, n := range sf.Names() {
+			if info, _ := sf.Info(n); strings.HasSuffix(n, ".idx") && (area+info.Begin)%safetensors.DataAlign != 0 {
+				t.Errorf("%s: tensor %q starts at byte %d of the file", filepath.Base(sf.Path()), n, area+info.Begin)
+			}
+		}
 	}
 }
 

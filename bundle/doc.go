@@ -15,6 +15,8 @@
 // is stored under its key "layers.0.mlp.up_proj" as
 //
 //	{key}.lut    F16 [groups, K, d]  codebooks (scalar and vector LUT formats)
+//	{key}.pad    U8  [1…63]          zeros, only where needed so that idx
+//	                                 starts on a 64-byte line of the file
 //	{key}.idx    U8  [bytes]         packed indices, bit layout in lut's doc
 //	             (INT8 per-channel: I8 [out, in] codes)
 //	{key}.scale  F16 [out]           per-output-channel scales

@@ -436,6 +436,21 @@ func TestHostileShard(t *testing.T) {
 			func(ts []safetensors.Tensor, _ map[string]string) []safetensors.Tensor {
 				return append(ts, safetensors.Tensor{Name: "layers.0.mlp.extra.weight", DType: safetensors.F16, Shape: []int{2}, Data: make([]byte, 4)})
 			}},
+		{"padding too long", `tensor "layers.0.mlp.down_proj.pad" is not accounted for`,
+			func(ts []safetensors.Tensor, _ map[string]string) []safetensors.Tensor {
+				for i := range ts {
+					if ts[i].Name == "layers.0.mlp.down_proj.pad" {
+						ts[i].Shape, ts[i].Data = []int{64}, make([]byte, 64)
+						return ts
+					}
+				}
+				t.Fatal("no padding before layers.0.mlp.down_proj.idx")
+				return nil
+			}},
+		{"padding of no matrix", `tensor "layers.0.mlp.extra.pad" is not accounted for`,
+			func(ts []safetensors.Tensor, _ map[string]string) []safetensors.Tensor {
+				return append(ts, safetensors.Tensor{Name: "layers.0.mlp.extra.pad", DType: safetensors.U8, Shape: []int{8}, Data: make([]byte, 8)})
+			}},
 		{"NaN scale", `tensor "layers.0.mlp.up_proj.scale": element 5 is NaN`, setF16("layers.0.mlp.up_proj.scale", 5, 0x7e00)},
 		{"Inf codebook", `tensor "layers.0.mlp.up_proj.lut": element 2 is +Inf`, setF16("layers.0.mlp.up_proj.lut", 2, 0x7c00)},
 		{"NaN low-rank factor", `tensor "layers.0.linear_attn.in_proj_qkv.lr_b": element 3 is NaN`, setF16("layers.0.linear_attn.in_proj_qkv.lr_b", 3, 0xfe00)},

@@ -104,12 +104,23 @@ func (b *Bundle) checkAccounting() error {
 	}
 	for _, sf := range b.files {
 		for _, n := range sf.Names() {
-			if !claimed[n] {
+			if !claimed[n] && !isPad(sf, n, claimed) {
 				return fmt.Errorf("bundle %s: shard %s: tensor %q is not accounted for: no matrix in %s is stored in it and the model has no such vector", b.dir, filepath.Base(sf.Path()), n, ManifestName)
 			}
 		}
 	}
 	return nil
+}
+
+// isPad reports whether tensor n of sf is the padding before a claimed
+// index array (padTensor): U8, 1–63 bytes.
+func isPad(sf *safetensors.File, n string, claimed map[string]bool) bool {
+	key, ok := strings.CutSuffix(n, ".pad")
+	if !ok || !claimed[key+".idx"] {
+		return false
+	}
+	info, _ := sf.Info(n)
+	return info.DType == safetensors.U8 && len(info.Shape) == 1 && info.Shape[0] > 0 && info.Shape[0] < safetensors.DataAlign
 }
 
 // checkVector checks that a vector the model needs is stored as a float

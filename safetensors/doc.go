@@ -70,8 +70,8 @@
 // [Writer.WriteTensor], [Writer.WriteFloat32] or plain [Writer.Write]. The
 // header is deterministic: "__metadata__" first with its keys sorted (omitted
 // when empty), then the tensors in the given order, each written as
-// {"dtype":…,"shape":…,"data_offsets":…}, then spaces up to a multiple of 8
-// bytes so the data area starts 8-byte aligned. The same input gives the same
+// {"dtype":…,"shape":…,"data_offsets":…}, then spaces so the data area
+// starts at a multiple of DataAlign (64) bytes. The same input gives the same
 // bytes. Data goes to a temporary file beside the destination
 // (path + ".forge-tmp-<pid>-<random>", internal/durable; leftovers of killed
 // processes are removed by the next write to the same path); [Writer.Close] syncs it, renames it over the

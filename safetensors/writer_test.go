@@ -28,15 +28,15 @@ func TestWriterHeaderGolden(t *testing.T) {
 	}
 	raw, _ := os.ReadFile(path)
 	// Metadata first with sorted keys, tensors in the given order, no HTML
-	// escaping, spaces to a multiple of 8.
+	// escaping, spaces until the data area starts at a multiple of 64.
 	want := `{"__metadata__":{"a":"\"q\"","z":"1"},"w<&>":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},` +
 		`"b":{"dtype":"I8","shape":[],"data_offsets":[8,9]}}`
-	want += strings.Repeat(" ", (8-len(want)%8)%8)
+	want += strings.Repeat(" ", (64-(8+len(want))%64)%64)
 	n := int(raw[0]) | int(raw[1])<<8
 	if n != len(want) || string(raw[8:8+n]) != want {
 		t.Errorf("header =\n%q (%d)\nwant\n%q (%d)", raw[8:8+n], n, want, len(want))
 	}
-	if (8+n)%8 != 0 || len(raw) != 8+n+9 || raw[len(raw)-1] != 7 {
+	if (8+n)%64 != 0 || len(raw) != 8+n+9 || raw[len(raw)-1] != 7 {
 		t.Errorf("layout: header %d, file %d bytes", n, len(raw))
 	}
 	info, _ := os.Stat(path)
