@@ -218,7 +218,7 @@ func (w *Writer) plan() error {
 				}
 			}
 			sp.infos = append(sp.infos, t)
-			cur += infoBytes([]safetensors.TensorInfo{t})
+			cur += int64(t.NumElements()) * int64(t.DType.Size())
 		}
 	}
 	for k := range w.shards {

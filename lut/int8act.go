@@ -137,10 +137,10 @@ func (m *Matrix) codes8() ([]byte, int) {
 // kernels (BENCHMARKS.md). 2-vector codebooks get 7 bits on every CPU
 // (their 2-bit rounding dwarfs it), so their bits do not depend on the
 // kernel. Scalar LUTs get 7 bits only where the AVX2 kernels run
-// (int8A2): it raised forge-tiny's LUT4 KL against the bf16 reference
-// 0.34% → 1.1% above float32 activations' (0.009159 → 0.009157 with 8
-// bits, 0.009226 with 7), which buys nothing where VPDPBUSD multiplies
-// 8-bit ℓ + 128 in one instruction, or on the portable twin.
+// (int8A2): on forge-tiny's LUT4 bundle they raised the KL against the
+// bf16 reference from 0.0091569 (8 bits; float32 activations 0.0091587)
+// to 0.0092259, +0.7%, a cost that buys nothing where VPDPBUSD
+// multiplies 8-bit ℓ + 128 in one instruction, or on the portable twin.
 func codebookBound(f Format) float32 {
 	if f.Kind == Vector || int8A2 {
 		return 64
@@ -168,6 +168,8 @@ func (m *Matrix) buildInt8Tables() {
 	d, groups := f.Dim, f.Groups(m.out)
 	m.tab8 = make([]byte, groups*d*64)
 	m.cbd = make([]float32, groups)
+	B := codebookBound(f)
+	m.narrow8 = B <= 64
 	for g := range groups {
 		amax := float32(0)
 		for i := range 16 * d {
@@ -180,10 +182,9 @@ func (m *Matrix) buildInt8Tables() {
 			continue
 		}
 		c := amax / 127
-		if B := codebookBound(f); B != 127 {
+		if B != 127 {
 			c = int8CodebookStep(m.tab, g, d, m.stride, amax, B)
 		}
-		m.narrow8 = codebookBound(f) <= 64
 		m.cbd[g] = c
 		inv := 1 / c
 		for t := range d {

@@ -149,10 +149,11 @@ var (
 // (len(x) a multiple of 128; ok is false otherwise), quantize8 on CPUs
 // with AVX2 only; both set qs as laneSums does when it is not nil. The
 // same float32 products, divisions and round-half-even, so the same
-// codes, scales and k. A vector of 16 columns holds two scale groups (lanes 0–7, 8–15); the
-// float32 scalar work (d, k) waits until the block's vector work is done
-// and the upper register state is cleared, since scalar float code after
-// 512-bit code runs several times slower on this host otherwise.
+// codes, scales and k. A vector of 16 columns holds two scale groups
+// (lanes 0–7, 8–15); the float32 scalar work (d, k) waits until the
+// block's vector work is done and the upper register state is cleared,
+// since scalar float code after 512-bit code runs several times slower on
+// this host otherwise.
 func quantizeFast(q []int8, d []float32, qs []int32, x []float32) (k float32, ok bool) {
 	if !fastReady {
 		return quantize8(q, d, qs, x)
