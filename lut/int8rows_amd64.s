@@ -8,25 +8,54 @@
 // of 64 bytes of an index row is looked up once (two VPERMB, as in
 // lut4I8) and multiplied by the same step of every row of x (VPDPBUSD),
 // so the weights are read once for up to eight rows. x and its scales
-// come interleaved by step (int8act_rows.go): step s of row t at
+// come interleaved by step (int8rows.go): step s of row t at
 // xq + (s·T + t)·128, the scales of block b of row t at
-// ds + (b·T + t)·64. Row t's int32 lanes go to Z8+t, its float32 lanes
-// to Z0+t; integer sums are exact, and the float32 steps are lut4I8's
-// in the same order (FOLD per block, TREE8 per group of eight index
-// rows), so every row gets lut4I8's bits.
+// ds + (b·T + t)·64. Index rows go two at a time (A and B, one after the
+// other in w), so that each 64 bytes of x are loaded once for both: one
+// index row at a time made sixteen loads of x a step for one of codes,
+// and where x outgrows L1 (eight rows of the MLP's down projection,
+// 6,912 columns: 55 KB) those loads come from L2. On a Zen 5 EPYC the
+// pairs made T = 8 products of 2048×6912 from DRAM 1.6–1.9× faster and a
+// verify block of eight rows of the synth-1.4b 15% faster; on smaller
+// inputs, and in cache, they change nothing (BENCHMARKS.md, issue 14).
+// Row A's int32 lanes of x row t go to Z8+t, row B's to Z0+t; their
+// float32 lanes are kept in the frame, where they are staged for the
+// group's sums. Integer sums are exact, and the float32 steps are
+// lut4I8's in the same order (FOLD per block, TREE8 per group of eight
+// index rows), so every row gets lut4I8's bits.
 
 #define int8Ahead 4096
 
-#define FOLD(acc, f) \
-	VCVTDQ2PS acc, acc; \
-	VMULPS Z27, acc, acc; \
-	VADDPS acc, f, f
+// FOLD2 adds row A's (a) and row B's (b) int32 lanes of x row t, times the
+// block's scales of that row, to their float32 lanes staged in the frame
+// at t·512 + R9 (A) and t·512 + R9 + 64 (B): f + float32(acc)·d, rounded
+// after the product and the sum, as lut4I8's FOLD.
+#define FOLD2(t, a, b) \
+	VMOVUPS (t*64)(R13), Z27; \
+	VCVTDQ2PS a, a; \
+	VMULPS Z27, a, a; \
+	VADDPS (t*512)(SP)(R9*1), a, a; \
+	VMOVUPS a, (t*512)(SP)(R9*1); \
+	VCVTDQ2PS b, b; \
+	VMULPS Z27, b, b; \
+	VADDPS (t*512+64)(SP)(R9*1), b, b; \
+	VMOVUPS b, (t*512+64)(SP)(R9*1)
 
-// DOT adds the looked-up step (Z18 low nibbles, Z19 high) times row t of
-// x at R14 to acc.
-#define DOT(off, acc) \
-	VPDPBUSD off(R14), Z18, acc; \
-	VPDPBUSD off+64(R14), Z19, acc
+// DOT2 adds the looked-up steps of rows A (Z18 low nibbles, Z19 high) and
+// B (Z20, Z21) times the step of x row t at R14 + off to a and b.
+#define DOT2(off, a, b) \
+	VMOVDQU64 off(R14), Z22; \
+	VMOVDQU64 off+64(R14), Z23; \
+	VPDPBUSD Z22, Z18, a; \
+	VPDPBUSD Z23, Z19, a; \
+	VPDPBUSD Z22, Z20, b; \
+	VPDPBUSD Z23, Z21, b
+
+// ZERO2 clears the staged float32 lanes of rows A and B of x row t (Z31
+// holds zeros).
+#define ZERO2(t) \
+	VMOVUPS Z31, (t*512)(SP)(R9*1); \
+	VMOVUPS Z31, (t*512+64)(SP)(R9*1)
 
 // GROUPT sums x row t's staged lanes of the group's eight index rows
 // (frame t·512 …) by TREE8 and stores them at R13, then moves R13 on by
@@ -58,12 +87,11 @@ TEXT ·lut4I8T(SB), 0, $4096-72
 	MOVQ ds+32(FP), R10
 	MOVQ rows+40(FP), BX
 	MOVQ groups+48(FP), R12
-	MOVQ hstride+64(FP), R11
-	SHLQ $2, R11
 	MOVQ BX, R15
 	SHLQ $7, R15 // x bytes per step: T·128
 	MOVQ BX, R8
 	SHLQ $6, R8 // scale bytes per block: T·64
+	VPXORD Z31, Z31, Z31 // zeros for ZERO2 (TREE8 uses Z16, Z17, Z28, Z29)
 	TESTQ R12, R12
 	JLE tdone
 	TESTQ CX, CX
@@ -74,12 +102,24 @@ TEXT ·lut4I8T(SB), 0, $4096-72
 	JGT tdone
 
 tgroup:
+	MOVQ CX, R11
+	SHLQ $6, R11 // bytes of an index row: row B is at SI + R11
 	XORQ R9, R9
 
-trow:
+tpair:
+	ZERO2(0)
+	ZERO2(1)
+	ZERO2(2)
+	ZERO2(3)
+	ZERO2(4)
+	ZERO2(5)
+	ZERO2(6)
+	ZERO2(7)
 	MOVQ DI, R14
 	MOVQ R10, R13
 	MOVQ CX, AX
+
+tblock:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -88,8 +128,6 @@ trow:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
-
-tblock:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 	VPXORD Z10, Z10, Z10
@@ -101,46 +139,37 @@ tblock:
 
 tstep:
 	VMOVDQU64 (SI), Z18
+	VMOVDQU64 (SI)(R11*1), Z20
 	PREFETCHT1 int8Ahead(SI)
+	PREFETCHT1 int8Ahead(SI)(R11*1)
 	VPSRLW $4, Z18, Z19
+	VPSRLW $4, Z20, Z21
 	VPERMB Z26, Z18, Z18
 	VPERMB Z26, Z19, Z19
-	CMPQ BX, $8
-	JNE tpart
-	// Eight rows (a verify block of seven drafts): no tests between them.
-	DOT(0, Z8)
-	DOT(128, Z9)
-	DOT(256, Z10)
-	DOT(384, Z11)
-	DOT(512, Z12)
-	DOT(640, Z13)
-	DOT(768, Z14)
-	DOT(896, Z15)
-	JMP tstepped
-
-tpart:
-	DOT(0, Z8)
+	VPERMB Z26, Z20, Z20
+	VPERMB Z26, Z21, Z21
+	DOT2(0, Z8, Z0)
 	CMPQ BX, $1
 	JEQ tstepped
-	DOT(128, Z9)
+	DOT2(128, Z9, Z1)
 	CMPQ BX, $2
 	JEQ tstepped
-	DOT(256, Z10)
+	DOT2(256, Z10, Z2)
 	CMPQ BX, $3
 	JEQ tstepped
-	DOT(384, Z11)
+	DOT2(384, Z11, Z3)
 	CMPQ BX, $4
 	JEQ tstepped
-	DOT(512, Z12)
+	DOT2(512, Z12, Z4)
 	CMPQ BX, $5
 	JEQ tstepped
-	DOT(640, Z13)
+	DOT2(640, Z13, Z5)
 	CMPQ BX, $6
 	JEQ tstepped
-	DOT(768, Z14)
+	DOT2(768, Z14, Z6)
 	CMPQ BX, $7
 	JEQ tstepped
-	DOT(896, Z15)
+	DOT2(896, Z15, Z7)
 
 tstepped:
 	ADDQ $64, SI
@@ -153,54 +182,40 @@ tstepped:
 	JNZ tstep
 
 tfold:
-	VMOVUPS (R13), Z27
-	FOLD(Z8, Z0)
+	FOLD2(0, Z8, Z0)
 	CMPQ BX, $1
 	JEQ tfolded
-	VMOVUPS 64(R13), Z27
-	FOLD(Z9, Z1)
+	FOLD2(1, Z9, Z1)
 	CMPQ BX, $2
 	JEQ tfolded
-	VMOVUPS 128(R13), Z27
-	FOLD(Z10, Z2)
+	FOLD2(2, Z10, Z2)
 	CMPQ BX, $3
 	JEQ tfolded
-	VMOVUPS 192(R13), Z27
-	FOLD(Z11, Z3)
+	FOLD2(3, Z11, Z3)
 	CMPQ BX, $4
 	JEQ tfolded
-	VMOVUPS 256(R13), Z27
-	FOLD(Z12, Z4)
+	FOLD2(4, Z12, Z4)
 	CMPQ BX, $5
 	JEQ tfolded
-	VMOVUPS 320(R13), Z27
-	FOLD(Z13, Z5)
+	FOLD2(5, Z13, Z5)
 	CMPQ BX, $6
 	JEQ tfolded
-	VMOVUPS 384(R13), Z27
-	FOLD(Z14, Z6)
+	FOLD2(6, Z14, Z6)
 	CMPQ BX, $7
 	JEQ tfolded
-	VMOVUPS 448(R13), Z27
-	FOLD(Z15, Z7)
+	FOLD2(7, Z15, Z7)
 
 tfolded:
 	ADDQ R8, R13
 	TESTQ AX, AX
 	JNZ tblock
-	// Stage this index row's lanes of every x row: frame t·512 + r·64.
-	VMOVUPS Z0, 0(SP)(R9*1)
-	VMOVUPS Z1, 512(SP)(R9*1)
-	VMOVUPS Z2, 1024(SP)(R9*1)
-	VMOVUPS Z3, 1536(SP)(R9*1)
-	VMOVUPS Z4, 2048(SP)(R9*1)
-	VMOVUPS Z5, 2560(SP)(R9*1)
-	VMOVUPS Z6, 3072(SP)(R9*1)
-	VMOVUPS Z7, 3584(SP)(R9*1)
-	ADDQ $64, R9
+	ADDQ R11, SI // past row B: the next pair's row A
+	ADDQ $128, R9
 	CMPQ R9, $512
-	JLT trow
+	JLT tpair
 
+	MOVQ hstride+64(FP), R11
+	SHLQ $2, R11
 	MOVQ h+56(FP), R13
 	GROUPT(0)
 	CMPQ BX, $1
