@@ -65,6 +65,7 @@ type BenchReport struct {
 	BandwidthPctSD float64   `json:"bandwidth_pct_sd"`
 	ReadGBs        float64   `json:"read_gbs"`
 	Read           []float64 `json:"read_runs_gbs"`
+	Warnings       []string  `json:"warnings,omitempty"` // Runtime.Warnings of the model
 }
 
 // The read-bandwidth measurement beside each repetition: 512 MiB (16× the
@@ -111,6 +112,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		rep.Format = strings.ToLower(strings.Join(in.DTypes, "+")) // a checkpoint: its dtypes
 	}
 	rep.BPW = 8 * float64(rep.Bytes) / float64(max(rep.Params, 1))
+	rep.Warnings = layoutWarnings(cfg.Model, src)
 	toks := make([]int, max(cfg.PromptTokens, cfg.Gen))
 	for i := range toks {
 		toks[i] = (i*7919 + 13) % m.Config().Vocab

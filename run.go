@@ -22,6 +22,9 @@ type RunConfig struct {
 	Draft       string    // a drafter's directory for speculative decoding (Run only), or ""
 	DraftK      int       // the most tokens it drafts per target call (0: generate.DefaultDraftK)
 	DraftFixed  bool      // draft DraftK tokens every round (no adaptation)
+	// Warn, if set, receives the runtime's warnings (Runtime.Warnings)
+	// before the reply starts (Run only).
+	Warn func(string)
 }
 
 // RunReport is one reply and its measurements (`forge run --json`).
@@ -101,6 +104,11 @@ func Run(ctx context.Context, cfg RunConfig, emit func(string) error) (*RunRepor
 	ids, err := rt.Tokens(cfg.Prompt)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Warn != nil {
+		for _, w := range rt.Warnings {
+			cfg.Warn(w)
+		}
 	}
 	return rt.Reply(ctx, ids, cfg, emit)
 }

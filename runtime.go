@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"forge/bundle"
 	"forge/generate"
 	"forge/model"
 	"forge/sample"
@@ -21,8 +22,11 @@ type Runtime struct {
 	Tok    *tokenizer.Tokenizer
 	Name   string   // the directory's base name
 	Draft  *Drafter // the drafter of speculative decoding (AttachDraft), or nil
-	opts   generate.Options
-	src    source.Source
+	// Warnings are what a user should know about how the model (and the
+	// drafter) will run: layoutWarnings' findings.
+	Warnings []string
+	opts     generate.Options
+	src      source.Source
 }
 
 // Drafter is a draft model attached to a Runtime, and its identity.
@@ -54,7 +58,22 @@ func OpenRuntime(dir string, o generate.Options) (*Runtime, error) {
 		return nil, fmt.Errorf("%s: the tokenizer has %d ids but the model only %d", dir, tok.VocabSize(), v)
 	}
 	return &Runtime{Engine: generate.New(m, tok, o), Model: m, Tok: tok,
-		Name: filepath.Base(filepath.Clean(dir)), opts: o, src: src}, nil
+		Name: filepath.Base(filepath.Clean(dir)), Warnings: layoutWarnings(dir, src), opts: o, src: src}, nil
+}
+
+// layoutWarnings returns a warning for a bundle whose index arrays do not
+// start on cache lines (bundle.Bundle.Misaligned: written before the
+// writer aligned them), which decodes slower than it would written again.
+func layoutWarnings(dir string, src source.Source) []string {
+	b, ok := src.(*bundle.Bundle)
+	if !ok {
+		return nil
+	}
+	if n, of := b.Misaligned(); n > 0 {
+		return []string{fmt.Sprintf("%s: %d of %d index arrays do not start on a 64-byte cache line (a bundle written before 2026-12-04); "+
+			"decode may run up to ~30%% slower than with the same bundle written again by forge quantize", dir, n, of)}
+	}
+	return nil
 }
 
 // AttachDraft loads the checkpoint or bundle in dir as the drafter of the
@@ -87,6 +106,7 @@ func (r *Runtime) AttachDraft(dir string, k int, fixed bool) error {
 		return fail(err)
 	}
 	d.Tokenizer = tok.Fingerprint()
+	r.Warnings = append(r.Warnings, layoutWarnings(dir, src)...)
 	if r.Draft != nil {
 		r.Draft.src.Close()
 	}

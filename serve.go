@@ -22,6 +22,9 @@ type ServeConfig struct {
 	// ShutdownTimeout bounds how long in-flight requests may finish after
 	// ctx is cancelled (0: 10 s); then their connections are closed.
 	ShutdownTimeout time.Duration
+	// Warn, if set, receives the runtime's warnings (Runtime.Warnings)
+	// once the model is loaded.
+	Warn func(string)
 	// Ready, if set, is called with the listening address once requests
 	// are accepted.
 	Ready func(addr string)
@@ -51,6 +54,11 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		d := rt.Draft
 		cfg.Options.Draft, cfg.DraftK = d.Model, d.K
 		cfg.DraftName = d.Name + " " + d.Kind + ":" + d.Fingerprint
+	}
+	if cfg.Warn != nil {
+		for _, w := range rt.Warnings {
+			cfg.Warn(w)
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -27,6 +27,11 @@
 // every vector (norms, conv taps, A_log, dt_bias) is stored under its own
 // name in its source dtype.
 //
+// Bundles written before the padding (2026-12-04) open as before, with
+// most index arrays 24 bytes past a line; Misaligned counts them, and the
+// runtime commands warn that such a bundle decodes slower than the same
+// weights written again.
+//
 // The manifest forge.json records the bundle format version, forge's
 // version, the source checkpoint's path and fingerprint (SHA-256 of its
 // config.json and safetensors headers), the quantization method and seed,

@@ -467,6 +467,47 @@ func TestHostileShard(t *testing.T) {
 	}
 }
 
+// TestMisaligned: a bundle as written has every index array on a cache
+// line; the same bundle with its padding tensors removed (the layout of
+// bundles written before the padding) still opens, and Misaligned counts
+// the index arrays it left off a line.
+func TestMisaligned(t *testing.T) {
+	good := filepath.Join(t.TempDir(), "good")
+	reexport(t, v1Dir, good)
+	b, err := Open(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, of := b.Misaligned()
+	b.Close()
+	if n != 0 || of == 0 {
+		t.Fatalf("a bundle as written: %d of %d index arrays misaligned, want 0 of some", n, of)
+	}
+	old := filepath.Join(t.TempDir(), "old")
+	copyDir(t, good, old)
+	pads := 0
+	rewriteShard(t, old, shard1, func(ts []safetensors.Tensor, _ map[string]string) []safetensors.Tensor {
+		return slices.DeleteFunc(ts, func(x safetensors.Tensor) bool {
+			if strings.HasSuffix(x.Name, ".pad") {
+				pads++
+				return true
+			}
+			return false
+		})
+	})
+	if pads == 0 {
+		t.Fatal("the bundle has no padding tensors to remove")
+	}
+	if b, err = Open(old); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	n2, of2 := b.Misaligned()
+	if of2 != of || n2 == 0 || n2 > pads {
+		t.Fatalf("without its %d paddings: %d of %d index arrays misaligned, want 1…%d of %d", pads, n2, of2, pads, of)
+	}
+}
+
 // TestIncomplete: a directory without forge.json that is the remains of a
 // bundle is recognised, with a reason; a bundle, a Hugging Face checkpoint
 // and an unrelated directory are not.

@@ -328,6 +328,29 @@ func (b *Bundle) StoredBytes(name string) (int64, bool) {
 	return info.End - info.Begin, true
 }
 
+// Misaligned returns how many of the bundle's index arrays (tensors
+// named *.idx) do not start at a multiple of safetensors.DataAlign bytes
+// of their file, and how many there are. Bundles written before the
+// writer aligned them (2026-12-04) have most of them 24 bytes past a
+// cache line, so that every 64-byte load of the int8 kernels spans two
+// lines: on a Zen 5 EPYC such a bundle decoded ~30% slower than the same
+// weights aligned (BENCHMARKS.md, issue 12). Writing the bundle again
+// aligns them.
+func (b *Bundle) Misaligned() (n, of int) {
+	for _, sf := range b.files {
+		for _, name := range sf.Names() {
+			if !strings.HasSuffix(name, ".idx") {
+				continue
+			}
+			of++
+			if off, _ := sf.Offset(name); off%safetensors.DataAlign != 0 {
+				n++
+			}
+		}
+	}
+	return n, of
+}
+
 // Entry returns the manifest's record of a matrix.
 func (b *Bundle) Entry(name string) (MatrixEntry, bool) {
 	e, ok := b.matrices[name]

@@ -25,6 +25,7 @@ type File struct {
 	path   string
 	data   []byte // the whole file: the mapping, or the caller's bytes for OpenBytes
 	area   []byte // data[8+N:], the data area
+	start  int64  // 8+N: the data area's offset in the file
 	infos  map[string]TensorInfo
 	names  []string // sorted
 	meta   map[string]string
@@ -89,7 +90,7 @@ func OpenBytes(name string, data []byte) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{path: name, data: data, area: area, meta: meta, infos: make(map[string]TensorInfo, len(infos))}
+	f := &File{path: name, data: data, area: area, start: int64(8 + n), meta: meta, infos: make(map[string]TensorInfo, len(infos))}
 	for _, t := range infos {
 		f.infos[t.Name] = t
 		f.names = append(f.names, t.Name)
@@ -125,6 +126,15 @@ func (f *File) Info(name string) (TensorInfo, bool) {
 	t, ok := f.infos[name]
 	t.Shape = slices.Clone(t.Shape)
 	return t, ok
+}
+
+// Offset returns the position in the file of the named tensor's first
+// byte: the data area's start (8 + the header length) plus its begin
+// offset. Kernels that read an array in 64-byte loads want it at a
+// multiple of DataAlign.
+func (f *File) Offset(name string) (int64, bool) {
+	t, ok := f.infos[name]
+	return f.start + t.Begin, ok
 }
 
 // Metadata returns a copy of the "__metadata__" map (nil when absent).

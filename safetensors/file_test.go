@@ -56,6 +56,10 @@ func TestRoundTripEveryDType(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := f.Metadata(); got["format"] != "pt" || got["note"] != "round trip" || len(got) != 2 {
 		t.Errorf("Metadata() = %v", got)
 	}
@@ -76,7 +80,13 @@ func TestRoundTripEveryDType(t *testing.T) {
 		if err != nil || !bytes.Equal(b, tt.Data) {
 			t.Errorf("Bytes(%q) differ (err %v)", tt.Name, err)
 		}
+		if off, ok := f.Offset(tt.Name); !ok || off+int64(len(tt.Data)) > int64(len(raw)) || !bytes.Equal(raw[off:off+int64(len(tt.Data))], tt.Data) {
+			t.Errorf("Offset(%q) = %d, %v: not where its bytes are in the file", tt.Name, off, ok)
+		}
 		checkWidened(t, f, tt)
+	}
+	if _, ok := f.Offset("absent"); ok {
+		t.Error("Offset of an absent tensor reports it present")
 	}
 }
 

@@ -34,6 +34,9 @@ func (c *BenchCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range rep.Warnings {
+		warn(w)
+	}
 	if c.JSON {
 		return printJSON(rep)
 	}

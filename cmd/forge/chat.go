@@ -55,6 +55,9 @@ func (c *ChatCmd) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, w := range rt.Warnings {
+		warn(w)
+	}
 	// Ctrl-C belongs to the chat: it stops a reply, or ends an idle chat.
 	signal.Reset(os.Interrupt)
 	sig := make(chan os.Signal, 1)

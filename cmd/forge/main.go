@@ -226,6 +226,10 @@ func report(ctx context.Context, err error) int {
 	return 1
 }
 
+// warn prints a warning about how a job will run (forge.Runtime.Warnings)
+// to stderr.
+func warn(w string) { fmt.Fprintf(os.Stderr, "forge: warning: %s\n", w) }
+
 func shellQuote(s string) string {
 	if strings.IndexFunc(s, func(r rune) bool {
 		return !(r == '/' || r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')

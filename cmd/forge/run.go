@@ -174,6 +174,7 @@ func (c *RunCmd) Run(ctx context.Context) error {
 		return err
 	}
 	cfg.Model = c.Model
+	cfg.Warn = warn
 	if cfg.Prompt, err = promptOf(c.Prompt, c.Messages, c.Think); err != nil {
 		return err
 	}

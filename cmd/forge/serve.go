@@ -71,6 +71,7 @@ func (c *ServeCmd) Run(ctx context.Context) error {
 		Options: server.Options{Slots: c.Parallel, Queue: q, APIKey: c.APIKey, MaxTokens: c.MaxTokens,
 			Think: c.Think, KV: kv, Act: act, MaxBody: c.MaxBody, MaxPrompt: c.MaxPrompt, CacheMB: cache, CORSOrigins: c.CORS,
 			DraftK: c.DraftK, Batch: map[string]int{"auto": generate.BatchAuto, "on": generate.BatchOn, "off": generate.BatchOff}[c.Batch]},
+		Warn: warn,
 		Ready: func(addr string) {
 			fmt.Fprintf(os.Stderr, "forge serve: %s on http://%s/v1 (%d slots)\n", c.Model, addr, c.Parallel)
 		}})
