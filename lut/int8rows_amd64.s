@@ -5,57 +5,124 @@
 
 // The int8-activation kernel for several rows of x (a verify block of
 // speculative decoding, or decode steps of several sequences): each step
-// of 64 bytes of an index row is looked up once (two VPERMB, as in
-// lut4I8) and multiplied by the same step of every row of x (VPDPBUSD),
-// so the weights are read once for up to eight rows. x and its scales
-// come interleaved by step (int8rows.go): step s of row t at
+// of 64 bytes of an index row is looked up (two VPERMB, as in lut4I8) and
+// multiplied by the same step of every row of x (VPDPBUSD), so the
+// weights are read from memory once for up to eight rows. x and its
+// scales come interleaved by step (int8rows.go): step s of row t at
 // xq + (s·T + t)·128, the scales of block b of row t at
-// ds + (b·T + t)·64. Index rows go two at a time (A and B, one after the
-// other in w), so that each 64 bytes of x are loaded once for both: one
-// index row at a time made sixteen loads of x a step for one of codes,
-// and where x outgrows L1 (eight rows of the MLP's down projection,
-// 6,912 columns: 55 KB) those loads come from L2. On a Zen 5 EPYC the
-// pairs made T = 8 products of 2048×6912 from DRAM 1.6–1.9× faster and a
-// verify block of eight rows of the synth-1.4b 15% faster; on smaller
-// inputs, and in cache, they change nothing (BENCHMARKS.md, issue 14).
-// Row A's int32 lanes of x row t go to Z8+t, row B's to Z0+t; their
-// float32 lanes are kept in the frame, where they are staged for the
+// ds + (b·T + t)·64.
+//
+// Index rows go four at a time (a quad, rows q0…q3 one after another in
+// w) and x rows four at a time (a half: rows 0…3, then 4…7): each 64
+// bytes of x loaded meet the four index rows' looked-up steps. A block
+// (four steps) runs for the first half, then again for the second half
+// on the same lines of codes, now in L1, looked up again. One index row
+// at a time (sixteen loads of x a step at T = 8, for one load of codes)
+// ran from DRAM at half its speed from L3 on a Zen 5 EPYC, and the same
+// kernel with half of those loads (a timing experiment) 1.7× faster from
+// DRAM: the loads of x, not the arithmetic, kept it from running ahead
+// of the code stream. Quads made T = 8 products from DRAM 1.3–2.2×
+// faster (2048×6912 most: eight rows of its x, 55 KB, do not fit L1) and
+// a verify block of eight rows of the synth-1.4b 1.4× faster; in cache
+// T = 8 is unchanged and T = 2…4 run 1.2–2.1× faster (BENCHMARKS.md,
+// issue 14).
+//
+// Quad row i's int32 lanes of x row 4h + j go to Z(4j + i); the float32
+// lanes of every (index row, x row) are kept in the frame at t·512 + r·64
+// (x row t, index row r of the group), where they are staged for the
 // group's sums. Integer sums are exact, and the float32 steps are
 // lut4I8's in the same order (FOLD per block, TREE8 per group of eight
 // index rows), so every row gets lut4I8's bits.
 
 #define int8Ahead 4096
 
-// FOLD2 adds row A's (a) and row B's (b) int32 lanes of x row t, times the
-// block's scales of that row, to their float32 lanes staged in the frame
-// at t·512 + R9 (A) and t·512 + R9 + 64 (B): f + float32(acc)·d, rounded
-// after the product and the sum, as lut4I8's FOLD.
-#define FOLD2(t, a, b) \
+// QLOAD loads step SI of the quad's four index rows (q0 at SI, q1 at
+// SI + R11, q2 at R12 = SI + 2·R11, q3 at R12 + R11) and looks them up:
+// row i's low nibbles into Z(16 + 2i), its high nibbles into Z(17 + 2i).
+#define QLOAD \
+	VMOVDQU64 (SI), Z16; \
+	VMOVDQU64 (SI)(R11*1), Z18; \
+	LEAQ (SI)(R11*2), R12; \
+	VMOVDQU64 (R12), Z20; \
+	VMOVDQU64 (R12)(R11*1), Z22; \
+	VPSRLW $4, Z16, Z17; \
+	VPSRLW $4, Z18, Z19; \
+	VPSRLW $4, Z20, Z21; \
+	VPSRLW $4, Z22, Z23; \
+	VPERMB Z26, Z16, Z16; \
+	VPERMB Z26, Z17, Z17; \
+	VPERMB Z26, Z18, Z18; \
+	VPERMB Z26, Z19, Z19; \
+	VPERMB Z26, Z20, Z20; \
+	VPERMB Z26, Z21, Z21; \
+	VPERMB Z26, Z22, Z22; \
+	VPERMB Z26, Z23, Z23
+
+// QFETCH prefetches the quad's four rows int8Ahead bytes on (after QLOAD).
+#define QFETCH \
+	PREFETCHT1 int8Ahead(SI); \
+	PREFETCHT1 int8Ahead(SI)(R11*1); \
+	PREFETCHT1 int8Ahead(R12); \
+	PREFETCHT1 int8Ahead(R12)(R11*1)
+
+// DOT4 adds the looked-up step of each quad row i times the step of one
+// x row (at R14 + off) to ai.
+#define DOT4(off, a0, a1, a2, a3) \
+	VMOVDQU64 off(R14), Z24; \
+	VMOVDQU64 off+64(R14), Z25; \
+	VPDPBUSD Z24, Z16, a0; \
+	VPDPBUSD Z25, Z17, a0; \
+	VPDPBUSD Z24, Z18, a1; \
+	VPDPBUSD Z25, Z19, a1; \
+	VPDPBUSD Z24, Z20, a2; \
+	VPDPBUSD Z25, Z21, a2; \
+	VPDPBUSD Z24, Z22, a3; \
+	VPDPBUSD Z25, Z23, a3
+
+// FOLD1 adds the int32 lanes acc (x row t, quad row i) times the block's
+// scales of x row t (Z27) to their float32 lanes in the frame:
+// f + float32(acc)·d, rounded after the product and the sum, as lut4I8's
+// FOLD.
+#define FOLD1(t, i, acc) \
+	VCVTDQ2PS acc, acc; \
+	VMULPS Z27, acc, acc; \
+	VADDPS (t*512+i*64)(SP)(R9*1), acc, acc; \
+	VMOVUPS acc, (t*512+i*64)(SP)(R9*1)
+
+// FOLD4 folds x row t's lanes of the four quad rows.
+#define FOLD4(t, a0, a1, a2, a3) \
 	VMOVUPS (t*64)(R13), Z27; \
-	VCVTDQ2PS a, a; \
-	VMULPS Z27, a, a; \
-	VADDPS (t*512)(SP)(R9*1), a, a; \
-	VMOVUPS a, (t*512)(SP)(R9*1); \
-	VCVTDQ2PS b, b; \
-	VMULPS Z27, b, b; \
-	VADDPS (t*512+64)(SP)(R9*1), b, b; \
-	VMOVUPS b, (t*512+64)(SP)(R9*1)
+	FOLD1(t, 0, a0); \
+	FOLD1(t, 1, a1); \
+	FOLD1(t, 2, a2); \
+	FOLD1(t, 3, a3)
 
-// DOT2 adds the looked-up steps of rows A (Z18 low nibbles, Z19 high) and
-// B (Z20, Z21) times the step of x row t at R14 + off to a and b.
-#define DOT2(off, a, b) \
-	VMOVDQU64 off(R14), Z22; \
-	VMOVDQU64 off+64(R14), Z23; \
-	VPDPBUSD Z22, Z18, a; \
-	VPDPBUSD Z23, Z19, a; \
-	VPDPBUSD Z22, Z20, b; \
-	VPDPBUSD Z23, Z21, b
-
-// ZERO2 clears the staged float32 lanes of rows A and B of x row t (Z31
-// holds zeros).
-#define ZERO2(t) \
+// ZERO4 clears x row t's float32 lanes of the four quad rows (Z31 holds
+// zeros).
+#define ZERO4(t) \
 	VMOVUPS Z31, (t*512)(SP)(R9*1); \
-	VMOVUPS Z31, (t*512+64)(SP)(R9*1)
+	VMOVUPS Z31, (t*512+64)(SP)(R9*1); \
+	VMOVUPS Z31, (t*512+128)(SP)(R9*1); \
+	VMOVUPS Z31, (t*512+192)(SP)(R9*1)
+
+// ZACC clears the int32 lanes.
+#define ZACC \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7; \
+	VPXORD Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9; \
+	VPXORD Z10, Z10, Z10; \
+	VPXORD Z11, Z11, Z11; \
+	VPXORD Z12, Z12, Z12; \
+	VPXORD Z13, Z13, Z13; \
+	VPXORD Z14, Z14, Z14; \
+	VPXORD Z15, Z15, Z15
 
 // GROUPT sums x row t's staged lanes of the group's eight index rows
 // (frame t·512 …) by TREE8 and stores them at R13, then moves R13 on by
@@ -78,23 +145,26 @@
 // For groups consecutive groups of eight index rows from w (each 64·steps
 // bytes, one table) and rows (1…8) rows of x, h[t·hstride + k] = Σ d·S
 // of index row k and x row t (int8RowGo's value, bit for bit).
+//
+// Registers: AX steps left in the row, BX rows of x, CX steps left in the
+// half-block, DX and DI the codes and x at the block's start, R8 scale
+// bytes a block, R9 the quad's frame offset, R10 steps in the block, R11
+// bytes of an index row (the output stride while summing), R13 the
+// block's scales, R14 and SI x and codes, R15 x bytes a step; the group
+// count stays in the argument.
 TEXT ·lut4I8T(SB), 0, $4096-72
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
+	VPXORD Z31, Z31, Z31
 	MOVQ w+8(FP), SI
-	MOVQ steps+16(FP), CX
-	MOVQ xq+24(FP), DI
-	MOVQ ds+32(FP), R10
 	MOVQ rows+40(FP), BX
-	MOVQ groups+48(FP), R12
 	MOVQ BX, R15
 	SHLQ $7, R15 // x bytes per step: T·128
 	MOVQ BX, R8
 	SHLQ $6, R8 // scale bytes per block: T·64
-	VPXORD Z31, Z31, Z31 // zeros for ZERO2 (TREE8 uses Z16, Z17, Z28, Z29)
-	TESTQ R12, R12
+	CMPQ groups+48(FP), $0
 	JLE tdone
-	TESTQ CX, CX
+	CMPQ steps+16(FP), $0
 	JLE tdone
 	CMPQ BX, $1
 	JLT tdone
@@ -102,117 +172,108 @@ TEXT ·lut4I8T(SB), 0, $4096-72
 	JGT tdone
 
 tgroup:
-	MOVQ CX, R11
-	SHLQ $6, R11 // bytes of an index row: row B is at SI + R11
+	MOVQ steps+16(FP), R11
+	SHLQ $6, R11 // bytes of an index row
 	XORQ R9, R9
 
-tpair:
-	ZERO2(0)
-	ZERO2(1)
-	ZERO2(2)
-	ZERO2(3)
-	ZERO2(4)
-	ZERO2(5)
-	ZERO2(6)
-	ZERO2(7)
-	MOVQ DI, R14
-	MOVQ R10, R13
-	MOVQ CX, AX
+tquad:
+	ZERO4(0)
+	ZERO4(1)
+	ZERO4(2)
+	ZERO4(3)
+	ZERO4(4)
+	ZERO4(5)
+	ZERO4(6)
+	ZERO4(7)
+	MOVQ steps+16(FP), AX
+	MOVQ xq+24(FP), R14
+	MOVQ ds+32(FP), R13
 
 tblock:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
+	MOVQ $4, R10
+	CMPQ AX, $4
+	CMOVQLT AX, R10 // steps in this block: min(4, left)
+	MOVQ SI, DX
+	MOVQ R14, DI
+	ZACC
+	MOVQ R10, CX
 
-tstep:
-	VMOVDQU64 (SI), Z18
-	VMOVDQU64 (SI)(R11*1), Z20
-	PREFETCHT1 int8Ahead(SI)
-	PREFETCHT1 int8Ahead(SI)(R11*1)
-	VPSRLW $4, Z18, Z19
-	VPSRLW $4, Z20, Z21
-	VPERMB Z26, Z18, Z18
-	VPERMB Z26, Z19, Z19
-	VPERMB Z26, Z20, Z20
-	VPERMB Z26, Z21, Z21
-	DOT2(0, Z8, Z0)
+th0:
+	QLOAD
+	QFETCH
+	DOT4(0, Z0, Z1, Z2, Z3)
 	CMPQ BX, $1
-	JEQ tstepped
-	DOT2(128, Z9, Z1)
+	JEQ th0next
+	DOT4(128, Z4, Z5, Z6, Z7)
 	CMPQ BX, $2
-	JEQ tstepped
-	DOT2(256, Z10, Z2)
+	JEQ th0next
+	DOT4(256, Z8, Z9, Z10, Z11)
 	CMPQ BX, $3
-	JEQ tstepped
-	DOT2(384, Z11, Z3)
-	CMPQ BX, $4
-	JEQ tstepped
-	DOT2(512, Z12, Z4)
-	CMPQ BX, $5
-	JEQ tstepped
-	DOT2(640, Z13, Z5)
-	CMPQ BX, $6
-	JEQ tstepped
-	DOT2(768, Z14, Z6)
-	CMPQ BX, $7
-	JEQ tstepped
-	DOT2(896, Z15, Z7)
+	JEQ th0next
+	DOT4(384, Z12, Z13, Z14, Z15)
 
-tstepped:
+th0next:
 	ADDQ $64, SI
 	ADDQ R15, R14
-	DECQ AX
-	JZ tfold
-	MOVQ CX, DX
-	SUBQ AX, DX
-	TESTQ $3, DX // a block is four steps
-	JNZ tstep
-
-tfold:
-	FOLD2(0, Z8, Z0)
+	DECQ CX
+	JNZ th0
+	FOLD4(0, Z0, Z1, Z2, Z3)
 	CMPQ BX, $1
-	JEQ tfolded
-	FOLD2(1, Z9, Z1)
+	JEQ tblockdone
+	FOLD4(1, Z4, Z5, Z6, Z7)
 	CMPQ BX, $2
-	JEQ tfolded
-	FOLD2(2, Z10, Z2)
+	JEQ tblockdone
+	FOLD4(2, Z8, Z9, Z10, Z11)
 	CMPQ BX, $3
-	JEQ tfolded
-	FOLD2(3, Z11, Z3)
+	JEQ tblockdone
+	FOLD4(3, Z12, Z13, Z14, Z15)
 	CMPQ BX, $4
-	JEQ tfolded
-	FOLD2(4, Z12, Z4)
-	CMPQ BX, $5
-	JEQ tfolded
-	FOLD2(5, Z13, Z5)
-	CMPQ BX, $6
-	JEQ tfolded
-	FOLD2(6, Z14, Z6)
-	CMPQ BX, $7
-	JEQ tfolded
-	FOLD2(7, Z15, Z7)
+	JEQ tblockdone
+	// The second half: x rows 4… on the same steps of codes.
+	ZACC
+	MOVQ DX, SI
+	MOVQ DI, R14
+	MOVQ R10, CX
 
-tfolded:
+th1:
+	QLOAD
+	DOT4(512, Z0, Z1, Z2, Z3)
+	CMPQ BX, $5
+	JEQ th1next
+	DOT4(640, Z4, Z5, Z6, Z7)
+	CMPQ BX, $6
+	JEQ th1next
+	DOT4(768, Z8, Z9, Z10, Z11)
+	CMPQ BX, $7
+	JEQ th1next
+	DOT4(896, Z12, Z13, Z14, Z15)
+
+th1next:
+	ADDQ $64, SI
+	ADDQ R15, R14
+	DECQ CX
+	JNZ th1
+	FOLD4(4, Z0, Z1, Z2, Z3)
+	CMPQ BX, $5
+	JEQ tblockdone
+	FOLD4(5, Z4, Z5, Z6, Z7)
+	CMPQ BX, $6
+	JEQ tblockdone
+	FOLD4(6, Z8, Z9, Z10, Z11)
+	CMPQ BX, $7
+	JEQ tblockdone
+	FOLD4(7, Z12, Z13, Z14, Z15)
+
+tblockdone:
 	ADDQ R8, R13
-	TESTQ AX, AX
+	SUBQ R10, AX
 	JNZ tblock
-	ADDQ R11, SI // past row B: the next pair's row A
-	ADDQ $128, R9
+	// SI is at the end of q0, the start of q1: on past q3.
+	LEAQ (SI)(R11*2), SI
+	ADDQ R11, SI
+	ADDQ $256, R9
 	CMPQ R9, $512
-	JLT tpair
+	JLT tquad
 
 	MOVQ hstride+64(FP), R11
 	SHLQ $2, R11
@@ -242,7 +303,7 @@ tfolded:
 
 tsummed:
 	ADDQ $32, h+56(FP)
-	DECQ R12
+	DECQ groups+48(FP)
 	JNZ tgroup
 
 tdone:
