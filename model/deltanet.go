@@ -210,6 +210,10 @@ func (j *stepJob) heads(lo, hi int) {
 			j.d.stepHead(j.c, j.sc, j.ls.rec, h, j.row)
 			continue
 		}
+		if j.ls.wfresh { // a verify block's first rows: this head's working copy (ruleRows)
+			n := j.c.KeyDim * j.c.ValueDim
+			copy(j.ls.wrec[h*n:(h+1)*n], j.ls.rec[h*n:(h+1)*n])
+		}
 		for t := range j.rows {
 			j.d.stepHead(j.c, j.sc, j.ls.wrec, h, t)
 		}
