@@ -50,7 +50,18 @@ func lut4I8A2x4(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, d
 func lut4I8A2x3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
 
 //go:noescape
+func lut4I8T1(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, rows int, groups int, h *float32, hstride int)
+
+//go:noescape
 func lut4I8T(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, rows int, groups int, h *float32, hstride int)
+
+// int8SeqRows is the most rows of x for which the AVX-512 multi-row
+// products run lut4I8T1 (one index row at a time, one stream of codes a
+// core) rather than lut4I8T (four index rows at a time, each load of x
+// shared by four of them): with few rows the kernels wait on memory, and
+// one stream reads it faster; with more, the loads of x hold lut4I8T1
+// back (int8rows_amd64.s, int8rows1_amd64.s).
+const int8SeqRows = 2
 
 // int8RowsT computes index rows [r0, r1) of every row of q into dst with
 // the multi-row kernel (scalar 4-bit LUTs; int8rows.go) and reports
@@ -74,7 +85,11 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
 			}
 			if groups := (end - r) / 8; groups > 0 {
-				lut4I8T(m.table8(r, 0), unsafe.Pointer(&idx[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
+				kernel := lut4I8T
+				if T <= int8SeqRows {
+					kernel = lut4I8T1
+				}
+				kernel(m.table8(r, 0), unsafe.Pointer(&idx[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
 					T, groups, &dst.Row(t0)[r], dst.Cols)
 				r += 8 * groups
 			}

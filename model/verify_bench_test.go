@@ -30,7 +30,7 @@ func BenchmarkVerify(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/block")
 		})
-		for _, T := range []int{1, 2, 4, 8, 16} {
+		for _, T := range []int{1, 2, 3, 4, 8, 16} {
 			b.Run(fmt.Sprintf("%s/T=%d", name, T), func(b *testing.B) {
 				m := benchModel(b, name, dir)
 				s := m.NewState()
