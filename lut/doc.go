@@ -126,7 +126,11 @@
 // scalar ones where the AVX2 kernels run: codebookBound), and sums exact
 // integer products (VPERMB looks 64 codes up at once, VPDPBUSD multiplies
 // and adds them four to a lane) with float32 scaling in a fixed order, so
-// the AVX-512 kernels and the portable twin give the same bits. On CPUs
+// the AVX-512 kernels and the portable twin give the same bits. Several
+// rows of x (verify blocks, batched decode steps) share each looked-up
+// step of codes: with one or two rows one index row at a time (one
+// stream of codes a core), with three or more four index rows at a time,
+// so that each load of x meets four of them (int8rows_amd64.s). On CPUs
 // with AVX2 but not AVX-512 the kernels of int8_avx2_amd64.s give those
 // bits too: VPSHUFB lookups, byte products summed by VPMADDUBSW and
 // VPMADDWD, and the AVX-512 kernels' sums of (ℓ + 128)·q rebuilt from

@@ -1,6 +1,7 @@
 package lut
 
-// Several rows of x at once (int8rows_amd64.s): a verify block of
+// Several rows of x at once (int8rows_amd64.s, int8rows1_amd64.s; the
+// AVX2 kernels in int8_avx2_amd64.s): a verify block of
 // speculative decoding, or the decode steps of several sequences, reads
 // each weight once for up to int8Chunk rows of x instead of once per row.
 // The kernel takes x interleaved by step, so that each looked-up step of
