@@ -85,12 +85,13 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
 			}
 			if groups := (end - r) / 8; groups > 0 {
-				kernel := lut4I8T
 				if T <= int8SeqRows {
-					kernel = lut4I8T1
+					lut4I8T1(m.table8(r, 0), unsafe.Pointer(&idx[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
+						T, groups, &dst.Row(t0)[r], dst.Cols)
+				} else {
+					lut4I8T(m.table8(r, 0), unsafe.Pointer(&idx[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
+						T, groups, &dst.Row(t0)[r], dst.Cols)
 				}
-				kernel(m.table8(r, 0), unsafe.Pointer(&idx[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
-					T, groups, &dst.Row(t0)[r], dst.Cols)
 				r += 8 * groups
 			}
 			for ; r < end; r++ { // fewer than eight rows left in the group
