@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "reduce_amd64.h"
+#include "int8rows_amd64.h"
 
 // lut4I8T1 is int8rows_amd64.s's lut4I8T one index row at a time: each
 // step of a row's codes is looked up once and multiplied by the same step
@@ -26,22 +27,6 @@
 #define SDOT(off, acc) \
 	VPDPBUSD off(R14), Z18, acc; \
 	VPDPBUSD off+64(R14), Z19, acc
-
-// GROUPT sums x row t's staged lanes of the group's eight index rows
-// (frame t·512 …) by TREE8 and stores them at R13, then moves R13 on by
-// the output row stride R11.
-#define SGROUPT(t) \
-	VMOVUPS (t*512)(SP), Z0; \
-	VMOVUPS (t*512+64)(SP), Z1; \
-	VMOVUPS (t*512+128)(SP), Z2; \
-	VMOVUPS (t*512+192)(SP), Z3; \
-	VMOVUPS (t*512+256)(SP), Z4; \
-	VMOVUPS (t*512+320)(SP), Z5; \
-	VMOVUPS (t*512+384)(SP), Z6; \
-	VMOVUPS (t*512+448)(SP), Z7; \
-	TREE8; \
-	VMOVUPS Y0, (R13); \
-	ADDQ R11, R13
 
 // func lut4I8T1(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, rows int, groups int, h *float32, hstride int)
 //
@@ -201,28 +186,28 @@ s1folded:
 	JLT s1row
 
 	MOVQ h+56(FP), R13
-	SGROUPT(0)
+	GROUPT(0)
 	CMPQ BX, $1
 	JEQ s1summed
-	SGROUPT(1)
+	GROUPT(1)
 	CMPQ BX, $2
 	JEQ s1summed
-	SGROUPT(2)
+	GROUPT(2)
 	CMPQ BX, $3
 	JEQ s1summed
-	SGROUPT(3)
+	GROUPT(3)
 	CMPQ BX, $4
 	JEQ s1summed
-	SGROUPT(4)
+	GROUPT(4)
 	CMPQ BX, $5
 	JEQ s1summed
-	SGROUPT(5)
+	GROUPT(5)
 	CMPQ BX, $6
 	JEQ s1summed
-	SGROUPT(6)
+	GROUPT(6)
 	CMPQ BX, $7
 	JEQ s1summed
-	SGROUPT(7)
+	GROUPT(7)
 
 s1summed:
 	ADDQ $32, h+56(FP)

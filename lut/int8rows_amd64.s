@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "reduce_amd64.h"
+#include "int8rows_amd64.h"
 
 // The int8-activation kernel for several rows of x (a verify block of
 // speculative decoding, or decode steps of several sequences): each step
@@ -123,22 +124,6 @@
 	VPXORD Z13, Z13, Z13; \
 	VPXORD Z14, Z14, Z14; \
 	VPXORD Z15, Z15, Z15
-
-// GROUPT sums x row t's staged lanes of the group's eight index rows
-// (frame t·512 …) by TREE8 and stores them at R13, then moves R13 on by
-// the output row stride R11.
-#define GROUPT(t) \
-	VMOVUPS (t*512)(SP), Z0; \
-	VMOVUPS (t*512+64)(SP), Z1; \
-	VMOVUPS (t*512+128)(SP), Z2; \
-	VMOVUPS (t*512+192)(SP), Z3; \
-	VMOVUPS (t*512+256)(SP), Z4; \
-	VMOVUPS (t*512+320)(SP), Z5; \
-	VMOVUPS (t*512+384)(SP), Z6; \
-	VMOVUPS (t*512+448)(SP), Z7; \
-	TREE8; \
-	VMOVUPS Y0, (R13); \
-	ADDQ R11, R13
 
 // func lut4I8T(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, rows int, groups int, h *float32, hstride int)
 //
