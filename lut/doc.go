@@ -130,7 +130,9 @@
 // rows of x (verify blocks, batched decode steps) share each looked-up
 // step of codes: with one or two rows one index row at a time (one
 // stream of codes a core), with three or more four index rows at a time,
-// so that each load of x meets four of them (int8rows_amd64.s). On CPUs
+// so that each load of x meets four of them (int8rows_amd64.s); 2-vector
+// matrices, from three rows of x on, two index rows at a time, each load
+// of x meeting both components of both (vec2rows_amd64.s). On CPUs
 // with AVX2 but not AVX-512 the kernels of int8_avx2_amd64.s give those
 // bits too: VPSHUFB lookups, byte products summed by VPMADDUBSW and
 // VPMADDWD, and the AVX-512 kernels' sums of (ℓ + 128)·q rebuilt from

@@ -50,6 +50,9 @@ func lut4I8A2x4(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, d
 func lut4I8A2x3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
 
 //go:noescape
+func vec2I8T(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, rows int, groups int, h *float32, hstride int)
+
+//go:noescape
 func lut4I8T1(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, rows int, groups int, h *float32, hstride int)
 
 //go:noescape
@@ -64,19 +67,25 @@ func lut4I8T(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *
 const int8SeqRows = 2
 
 // int8RowsT computes index rows [r0, r1) of every row of q into dst with
-// the multi-row kernel (scalar 4-bit LUTs; int8rows.go) and reports
-// whether it ran: it does not for a single row, 2-vector matrices, or
+// the multi-row kernels (int8rows.go) and reports whether it ran: it does
+// not for a single row, for one or two rows of a 2-vector matrix, or
 // where q was not interleaved.
 func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 	if int8A2 {
 		return m.int8RowsA2(dst, q, r0, r1)
 	}
-	if q.rows < 2 || len(q.qi) == 0 || m.f.Dim != 1 || !useFast {
+	if q.rows < 2 || len(q.qi) == 0 || !useFast {
 		return false
 	}
 	idx, n := m.codes8()
 	steps, nb := n/64, 16*((m.in+int8Block-1)/int8Block)
-	for t0 := 0; t0 < q.rows; t0 += int8Chunk {
+	if m.f.Dim == 2 {
+		if q.rows <= int8SeqRows {
+			return false // one or two rows: row by row was faster (vec2rows_amd64.s)
+		}
+		m.vec2RowsT(dst, q, r0, r1, idx, n, steps, nb)
+	}
+	for t0 := 0; t0 < q.rows && m.f.Dim == 1; t0 += int8Chunk {
 		T := min(int8Chunk, q.rows-t0)
 		qc, dc := q.qi[t0*steps*int8Step:], q.di[t0*nb:]
 		for r := r0; r < r1; {
@@ -106,6 +115,35 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 		m.int8Scale(dst.Row(t), q.k[t], r0, r1)
 	}
 	return true
+}
+
+// vec2RowsT is int8RowsT's loop for 2-vector matrices: vec2I8T on whole
+// groups of four index rows (eight outputs), the twin on what is left of
+// a codebook group.
+func (m *Matrix) vec2RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int, idx []byte, n, steps, nb int) {
+	for t0 := 0; t0 < q.rows; t0 += int8Chunk {
+		T := min(int8Chunk, q.rows-t0)
+		qc, dc := q.qi[t0*steps*int8Step:], q.di[t0*nb:]
+		for r := r0; r < r1; {
+			end := r1
+			if m.rowsG > 0 {
+				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
+			}
+			if groups := (end - r) / 4; groups > 0 {
+				vec2I8T((*[128]byte)(m.tab8[m.group8(r)*128:]), unsafe.Pointer(&idx[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
+					T, groups, &dst.Row(t0)[2*r], dst.Cols)
+				r += 4 * groups
+			}
+			for ; r < end; r++ { // fewer than four index rows left in the group
+				codes := idx[r*n : (r+1)*n]
+				for t := t0; t < t0+T; t++ {
+					for c := range 2 {
+						dst.Row(t)[2*r+c] = int8RowGo(m.table8(r, c), codes, q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb])
+					}
+				}
+			}
+		}
+	}
 }
 
 // int8Kernel runs the kernels from index row r on as many outputs as

@@ -1,12 +1,12 @@
 package lut
 
-// Several rows of x at once (int8rows_amd64.s, int8rows1_amd64.s; the
-// AVX2 kernels in int8_avx2_amd64.s): a verify block of
-// speculative decoding, or the decode steps of several sequences, reads
-// each weight once for up to int8Chunk rows of x instead of once per row.
-// The kernel takes x interleaved by step, so that each looked-up step of
-// codes meets every row at fixed offsets; every row gets the one-row
-// kernels' bits (TestInt8RowsMatchOneRow).
+// Several rows of x at once (int8rows_amd64.s, int8rows1_amd64.s,
+// vec2rows_amd64.s; the AVX2 kernels in int8_avx2_amd64.s): a verify
+// block of speculative decoding, or the decode steps of several
+// sequences, reads each weight once for up to int8Chunk rows of x instead
+// of once per row. The kernels take x interleaved by step, so that each
+// looked-up step of codes meets every row at fixed offsets; every row
+// gets the one-row kernels' bits (TestInt8RowsMatchOneRow).
 
 // int8Chunk is the most rows of x the multi-row kernel takes at once.
 const int8Chunk = 8
