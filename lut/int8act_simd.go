@@ -77,36 +77,39 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 	if q.rows < 2 || len(q.qi) == 0 || !useFast {
 		return false
 	}
+	d := m.f.Dim
+	if d == 2 && q.rows <= int8SeqRows {
+		return false // one or two rows: row by row was faster (vec2rows_amd64.s)
+	}
 	idx, n := m.codes8()
 	steps, nb := n/64, 16*((m.in+int8Block-1)/int8Block)
-	if m.f.Dim == 2 {
-		if q.rows <= int8SeqRows {
-			return false // one or two rows: row by row was faster (vec2rows_amd64.s)
-		}
-		m.vec2RowsT(dst, q, r0, r1, idx, n, steps, nb)
-	}
-	for t0 := 0; t0 < q.rows && m.f.Dim == 1; t0 += int8Chunk {
+	R := 8 / d // index rows of a kernel's group of eight outputs
+	for t0 := 0; t0 < q.rows; t0 += int8Chunk {
 		T := min(int8Chunk, q.rows-t0)
-		qc, dc := q.qi[t0*steps*int8Step:], q.di[t0*nb:]
+		qc, dc := unsafe.Pointer(&q.qi[t0*steps*int8Step]), &q.di[t0*nb]
 		for r := r0; r < r1; {
 			end := r1
 			if m.rowsG > 0 {
 				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
 			}
-			if groups := (end - r) / 8; groups > 0 {
-				if T <= int8SeqRows {
-					lut4I8T1(m.table8(r, 0), unsafe.Pointer(&idx[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
-						T, groups, &dst.Row(t0)[r], dst.Cols)
-				} else {
-					lut4I8T(m.table8(r, 0), unsafe.Pointer(&idx[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
-						T, groups, &dst.Row(t0)[r], dst.Cols)
+			if groups := (end - r) / R; groups > 0 {
+				tab, w, h := m.table8(r, 0), unsafe.Pointer(&idx[r*n]), &dst.Row(t0)[r*d]
+				switch {
+				case d == 2: // both components' tables, 128 bytes
+					vec2I8T((*[128]byte)(unsafe.Pointer(tab)), w, steps, qc, dc, T, groups, h, dst.Cols)
+				case T <= int8SeqRows:
+					lut4I8T1(tab, w, steps, qc, dc, T, groups, h, dst.Cols)
+				default:
+					lut4I8T(tab, w, steps, qc, dc, T, groups, h, dst.Cols)
 				}
-				r += 8 * groups
+				r += R * groups
 			}
-			for ; r < end; r++ { // fewer than eight rows left in the group
+			for ; r < end; r++ { // fewer than a group left in the codebook's rows
 				codes := idx[r*n : (r+1)*n]
 				for t := t0; t < t0+T; t++ {
-					dst.Row(t)[r] = int8RowGo(m.table8(r, 0), codes, q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb])
+					for c := range d {
+						dst.Row(t)[r*d+c] = int8RowGo(m.table8(r, c), codes, q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb])
+					}
 				}
 			}
 		}
@@ -115,35 +118,6 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 		m.int8Scale(dst.Row(t), q.k[t], r0, r1)
 	}
 	return true
-}
-
-// vec2RowsT is int8RowsT's loop for 2-vector matrices: vec2I8T on whole
-// groups of four index rows (eight outputs), the twin on what is left of
-// a codebook group.
-func (m *Matrix) vec2RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int, idx []byte, n, steps, nb int) {
-	for t0 := 0; t0 < q.rows; t0 += int8Chunk {
-		T := min(int8Chunk, q.rows-t0)
-		qc, dc := q.qi[t0*steps*int8Step:], q.di[t0*nb:]
-		for r := r0; r < r1; {
-			end := r1
-			if m.rowsG > 0 {
-				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
-			}
-			if groups := (end - r) / 4; groups > 0 {
-				vec2I8T((*[128]byte)(m.tab8[m.group8(r)*128:]), unsafe.Pointer(&idx[r*n]), steps, unsafe.Pointer(&qc[0]), &dc[0],
-					T, groups, &dst.Row(t0)[2*r], dst.Cols)
-				r += 4 * groups
-			}
-			for ; r < end; r++ { // fewer than four index rows left in the group
-				codes := idx[r*n : (r+1)*n]
-				for t := t0; t < t0+T; t++ {
-					for c := range 2 {
-						dst.Row(t)[2*r+c] = int8RowGo(m.table8(r, c), codes, q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb])
-					}
-				}
-			}
-		}
-	}
 }
 
 // int8Kernel runs the kernels from index row r on as many outputs as

@@ -66,172 +66,17 @@
 	PREFETCHT1 int8Ahead(R12); \
 	PREFETCHT1 int8Ahead(R12)(R11*1)
 
+// QNEXT moves SI from the end of q0 (the start of q1) past q3.
+#define QNEXT \
+	LEAQ (SI)(R11*2), SI; \
+	ADDQ R11, SI
+
 // func lut4I8T(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, rows int, groups int, h *float32, hstride int)
 //
 // For groups consecutive groups of eight index rows from w (each 64·steps
 // bytes, one table) and rows (1…8) rows of x, h[t·hstride + k] = Σ d·S
 // of index row k and x row t (int8RowGo's value, bit for bit).
-//
-// Registers: AX steps left in the row, BX rows of x, CX steps left in the
-// half-block, DX and DI the codes and x at the block's start, R8 scale
-// bytes a block, R9 the quad's frame offset, R10 steps in the block, R11
-// bytes of an index row (the output stride while summing), R13 the
-// block's scales, R14 and SI x and codes, R15 x bytes a step; the group
-// count stays in the argument.
 TEXT ·lut4I8T(SB), 0, $4096-72
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
-	VPXORD Z31, Z31, Z31
-	MOVQ w+8(FP), SI
-	MOVQ rows+40(FP), BX
-	MOVQ BX, R15
-	SHLQ $7, R15 // x bytes per step: T·128
-	MOVQ BX, R8
-	SHLQ $6, R8 // scale bytes per block: T·64
-	CMPQ groups+48(FP), $0
-	JLE tdone
-	CMPQ steps+16(FP), $0
-	JLE tdone
-	CMPQ BX, $1
-	JLT tdone
-	CMPQ BX, $8
-	JGT tdone
-
-tgroup:
-	MOVQ steps+16(FP), R11
-	SHLQ $6, R11 // bytes of an index row
-	XORQ R9, R9
-
-tquad:
-	ZERO4(0)
-	ZERO4(1)
-	ZERO4(2)
-	ZERO4(3)
-	ZERO4(4)
-	ZERO4(5)
-	ZERO4(6)
-	ZERO4(7)
-	MOVQ steps+16(FP), AX
-	MOVQ xq+24(FP), R14
-	MOVQ ds+32(FP), R13
-
-tblock:
-	MOVQ $4, R10
-	CMPQ AX, $4
-	CMOVQLT AX, R10 // steps in this block: min(4, left)
-	MOVQ SI, DX
-	MOVQ R14, DI
-	ZACC
-	MOVQ R10, CX
-
-th0:
-	QLOAD
-	QFETCH
-	DOT4(0, Z0, Z1, Z2, Z3)
-	CMPQ BX, $1
-	JEQ th0next
-	DOT4(128, Z4, Z5, Z6, Z7)
-	CMPQ BX, $2
-	JEQ th0next
-	DOT4(256, Z8, Z9, Z10, Z11)
-	CMPQ BX, $3
-	JEQ th0next
-	DOT4(384, Z12, Z13, Z14, Z15)
-
-th0next:
-	ADDQ $64, SI
-	ADDQ R15, R14
-	DECQ CX
-	JNZ th0
-	FOLD4(0, Z0, Z1, Z2, Z3)
-	CMPQ BX, $1
-	JEQ tblockdone
-	FOLD4(1, Z4, Z5, Z6, Z7)
-	CMPQ BX, $2
-	JEQ tblockdone
-	FOLD4(2, Z8, Z9, Z10, Z11)
-	CMPQ BX, $3
-	JEQ tblockdone
-	FOLD4(3, Z12, Z13, Z14, Z15)
-	CMPQ BX, $4
-	JEQ tblockdone
-	// The second half: x rows 4… on the same steps of codes.
-	ZACC
-	MOVQ DX, SI
-	MOVQ DI, R14
-	MOVQ R10, CX
-
-th1:
-	QLOAD
-	DOT4(512, Z0, Z1, Z2, Z3)
-	CMPQ BX, $5
-	JEQ th1next
-	DOT4(640, Z4, Z5, Z6, Z7)
-	CMPQ BX, $6
-	JEQ th1next
-	DOT4(768, Z8, Z9, Z10, Z11)
-	CMPQ BX, $7
-	JEQ th1next
-	DOT4(896, Z12, Z13, Z14, Z15)
-
-th1next:
-	ADDQ $64, SI
-	ADDQ R15, R14
-	DECQ CX
-	JNZ th1
-	FOLD4(4, Z0, Z1, Z2, Z3)
-	CMPQ BX, $5
-	JEQ tblockdone
-	FOLD4(5, Z4, Z5, Z6, Z7)
-	CMPQ BX, $6
-	JEQ tblockdone
-	FOLD4(6, Z8, Z9, Z10, Z11)
-	CMPQ BX, $7
-	JEQ tblockdone
-	FOLD4(7, Z12, Z13, Z14, Z15)
-
-tblockdone:
-	ADDQ R8, R13
-	SUBQ R10, AX
-	JNZ tblock
-	// SI is at the end of q0, the start of q1: on past q3.
-	LEAQ (SI)(R11*2), SI
-	ADDQ R11, SI
-	ADDQ $256, R9
-	CMPQ R9, $512
-	JLT tquad
-
-	MOVQ hstride+64(FP), R11
-	SHLQ $2, R11
-	MOVQ h+56(FP), R13
-	GROUPT(0)
-	CMPQ BX, $1
-	JEQ tsummed
-	GROUPT(1)
-	CMPQ BX, $2
-	JEQ tsummed
-	GROUPT(2)
-	CMPQ BX, $3
-	JEQ tsummed
-	GROUPT(3)
-	CMPQ BX, $4
-	JEQ tsummed
-	GROUPT(4)
-	CMPQ BX, $5
-	JEQ tsummed
-	GROUPT(5)
-	CMPQ BX, $6
-	JEQ tsummed
-	GROUPT(6)
-	CMPQ BX, $7
-	JEQ tsummed
-	GROUPT(7)
-
-tsummed:
-	ADDQ $32, h+56(FP)
-	DECQ groups+48(FP)
-	JNZ tgroup
-
-tdone:
-	VZEROUPPER
-	RET
+	QUADS(QLOAD, QFETCH, QNEXT)
