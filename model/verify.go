@@ -171,7 +171,7 @@ func (s *State) keepPending(ls *layerState) {
 // run on it (stepJob.heads), on the core that runs them: the copy is
 // spread over the cores and leaves the head in cache for its rows, where
 // a copy of the whole state at the start of the block ran on one core
-// (~6 ms of a 48 ms block of eight rows of the synth-1.4b, BENCHMARKS.md).
+// (~2.5 ms of a ~50 ms block of eight rows of the synth-1.4b, BENCHMARKS.md).
 func (d *deltaNet) ruleRows(c *Config, s *State, ls *layerState) {
 	s.sc.step.all(d, c, &s.sc, ls, s.sc.xc.Rows, 0)
 	ls.wfresh = false
