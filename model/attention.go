@@ -120,7 +120,7 @@ func (a *attention) attendStep(c *Config, pos, t int, ls *layerState, sc *scratc
 		j.run = j.heads // built once, so that a step allocates nothing
 	}
 	j.a, j.c, j.pos, j.t, j.ls, j.sc = a, c, pos, t, ls, sc
-	if sc.mode.alone || (pos+1)*c.Heads*c.HeadDim < attParallel {
+	if sc.alone || (pos+1)*c.Heads*c.HeadDim < attParallel {
 		j.heads(0, c.Heads)
 		return
 	}
@@ -146,26 +146,48 @@ func (j *attJob) heads(lo, hi int) {
 	// Every head's scores, then every head's values: the heads of a KV
 	// head read its keys (then values) while they are still in L1.
 	kq := &j.ls.q // the int8 cache (keys fp16, values int8), when kq.k != nil
-	for h := lo; h < hi; h++ {
-		q, w := sc.q.Row(j.t)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
-		var ok bool
+	for h := lo; h < hi; {
+		e := min(hi, (h/rq+1)*rq) // the query heads of h's KV head
+		ok := true
 		if kq.k != nil {
-			ok = attendScoresF16(w, q, kq.k, j.pos+1, kvw, (h/rq)*D, scale)
+			for i := h; i < e && ok; i++ {
+				ok = attendScoresF16(sc.scores[i*ws:(i+1)*ws], sc.q.Row(j.t)[i*D:(i+1)*D], kq.k, j.pos+1, kvw, (h/rq)*D, scale)
+			}
 		} else {
-			ok = attendScores(w, q, j.ls.k, j.pos+1, kvw, (h/rq)*D, scale)
+			ok = attendScoresHeads(sc.scores[h*ws:], ws, sc.q.Row(j.t)[h*D:e*D], j.ls.k, e-h, j.pos+1, kvw, (h/rq)*D, scale)
 		}
 		if !ok {
 			j.a.attend(c, j.pos-j.t, j.ls, sc, j.t, lo, hi, sc.scores[lo*ws:])
 			return
 		}
+		h = e
 	}
-	for h := lo; h < hi; h++ {
-		o, w := sc.att.Row(j.t)[h*D:(h+1)*D], sc.scores[h*ws:(h+1)*ws]
+	for h := lo; h < hi; {
+		e := min(hi, (h/rq+1)*rq)
 		if kq.k != nil {
-			attendValuesInt8(o, w, kq.v, kq.vs, j.pos+1, kvw, (h/rq)*D, h/rq, c.KVHeads)
+			for i := h; i < e; i++ {
+				o, w := sc.att.Row(j.t)[i*D:(i+1)*D], sc.scores[i*ws:(i+1)*ws]
+				attendValuesInt8(o, w, kq.v, kq.vs, j.pos+1, kvw, (h/rq)*D, h/rq, c.KVHeads)
+			}
 		} else {
-			attendValues(o, w, j.ls.v, j.pos+1, kvw, (h/rq)*D)
+			attendValuesHeads(sc.att.Row(j.t)[h*D:e*D], sc.scores[h*ws:], ws, j.ls.v, e-h, j.pos+1, kvw, (h/rq)*D)
 		}
+		h = e
+	}
+}
+
+// attendValuesHeads is attendValues for heads query heads that read the
+// same values (a KV head's), each with attendValues' bits: o holds their
+// outputs one after another, w their weights ws floats apart. Four at a
+// time share each load of a row of values (values4) where the build has
+// the kernel.
+func attendValuesHeads(o, w []float32, ws int, V []float32, heads, n, stride, off int) {
+	D := len(o) / heads
+	i := 0
+	for ; i+4 <= heads && values4(o[i*D:(i+4)*D], w[i*ws:], ws, V, n, stride, off); i += 4 {
+	}
+	for ; i < heads; i++ {
+		attendValues(o[i*D:(i+1)*D], w[i*ws:], V, n, stride, off)
 	}
 }
 

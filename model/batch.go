@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"forge/tensor"
 )
@@ -70,6 +71,11 @@ func (m *Model) StepBatch(b *Batch, states []*State, tokens []int) (*tensor.Matr
 	defer func() { bs.rows = nil }()
 	m.beginRows(bs, b.pos)
 	sc := &bs.sc
+	if md := m.chooser(bs, n); md != nil {
+		md.begin()
+		sc.alone = md.alone
+		defer md.end(time.Now())
+	}
 	sc.logits.Resize(n, c.Vocab)
 	m.Embed(&sc.x, tokens)
 	for li := range m.layers {
@@ -96,7 +102,7 @@ func (m *Model) beginRows(s *State, pos []int) {
 	if need := c.Heads * (last + 32); len(sc.scores) < need {
 		sc.scores = make([]float32, 2*need)
 	}
-	sc.mode.alone = false
+	sc.alone = false
 	sc.x.Resize(T, c.Hidden)
 	sc.u.Resize(T, c.Hidden)
 	sc.y.Resize(T, c.Hidden)

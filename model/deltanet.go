@@ -196,7 +196,7 @@ func (j *stepJob) all(d *deltaNet, c *Config, sc *scratch, ls *layerState, rows,
 		j.run = j.heads
 	}
 	j.d, j.c, j.sc, j.ls, j.rows, j.row = d, c, sc, ls, rows, row
-	if 4*len(ls.rec) < stepParallel || sc.mode.alone {
+	if 4*len(ls.rec) < stepParallel || sc.alone {
 		j.heads(0, c.ValueHeads)
 	} else {
 		tensor.ParallelGrain(c.ValueHeads, 2, j.run)

@@ -17,12 +17,16 @@
 // (stage.go, tensor.ParallelGuided, through the Linears' MulRows when they
 // have it), and times itself to choose between that and running alone on
 // the caller, whichever is faster on the machine's current load
-// (stepMode); both give the same bits. With GOEXPERIMENT=simd on an
+// (stepMode; verify blocks and step batches choose likewise, a chooser
+// for each number of rows); both give the same bits. With GOEXPERIMENT=simd on an
 // AVX-512 CPU the elementwise activations, the conv, the recurrent delta
 // rule step and attention (decode steps, and prefill's rows one by one as
 // the steps at their positions) run vector kernels (vec_simd.go) that
 // make the scalar code's operations in its order, so results are the same
-// bits in every build, except the dot products q·k of attention;
+// bits in every build, except the dot products q·k of attention (whose
+// scores and weighted sums run in assembly, scores_amd64.s: sixteen
+// positions a pass, the query heads of one KV head while its rows are in
+// L1, with the bits of vec_simd.go's loops);
 // on a CPU with AVX2 only, the elementwise activations, the delta rule
 // step and decode attention have AVX2 twins of the same kind
 // (vec_avx2.go, attention_avx2.go; attention's dot products and weighted
@@ -60,7 +64,7 @@
 // softplus, a 2-ulp float32 exp), rows.go (row-parallel norms and SwiGLU),
 // stage.go (a decode step's products on the pool, stepMode), act.go (Act:
 // int8 activations), kvcache.go (KV: the int8 KV cache), vec.go,
-// vec_simd.go and vec_go.go (row loops and their AVX-512 kernels),
+// vec_simd.go, scores_amd64.s and vec_go.go (row loops and their AVX-512 kernels),
 // vec_avx2.go, attention_avx2.go and attention_avx2_amd64.s (their AVX2
 // twins),
 // numerics.go (Numerics: an emulated device's arithmetic).

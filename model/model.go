@@ -64,6 +64,10 @@ type scratch struct {
 	stage       stage    // a decode step's products of one input (stage.go)
 	attJob      attJob   // head-parallel decode attention (attention.go)
 	mode        stepMode // whether decode steps use the worker pool (stage.go)
+	// rmode makes the same choice for calls of T rows computed as decode
+	// steps (verify blocks, step batches), one chooser for each T.
+	rmode [maxVerify + 1]stepMode
+	alone bool // the current call runs on the caller alone (its chooser's pick)
 }
 
 // headScratch is one value head's chunk buffers for prefill.
@@ -135,9 +139,10 @@ func (m *Model) forward(ctx context.Context, s *State, tokens []int, last bool) 
 		panic(fmt.Sprintf("model: %d tokens at position %d go past the context of %d (check with CheckTokens)", T, s.pos+s.pend, c.MaxContext))
 	}
 	m.begin(s, T)
-	if T == 1 && m.timed && !s.verify {
-		sc.mode.begin()
-		defer sc.mode.end(time.Now())
+	if md := m.chooser(s, T); md != nil {
+		md.begin()
+		sc.alone = md.alone
+		defer md.end(time.Now())
 	}
 	m.Embed(&sc.x, tokens)
 	s.storeRows(SiteHidden, -1, &sc.x)
@@ -167,6 +172,25 @@ func (m *Model) forward(ctx context.Context, s *State, tokens []int, last bool) 
 	return &sc.logits, nil
 }
 
+// chooser returns the stepMode that picks whether a call of T rows on s
+// runs alone or with the pool, nil where nothing is chosen (a model of
+// modeBytes or more, prefill): decode steps share one, and calls of T
+// rows computed as decode steps (verify blocks, step batches) have one
+// for each T, since their times, and which mode wins, depend on T (a
+// forge-tiny verify block of one row, BENCHMARKS.md issue 14: 230 µs with
+// the pool, 143 alone).
+func (m *Model) chooser(s *State, T int) *stepMode {
+	switch {
+	case !m.timed || T > maxVerify:
+		return nil
+	case s.verify || s.rows != nil:
+		return &s.sc.rmode[T]
+	case T == 1:
+		return &s.sc.mode
+	}
+	return nil
+}
+
 // begin readies s's scratch for a call of T rows at positions s.Pos()….
 func (m *Model) begin(s *State, T int) {
 	if s.cfg != &m.cfg {
@@ -190,7 +214,7 @@ func (m *Model) begin(s *State, T int) {
 	if need := c.Heads * (last + 32); len(sc.scores) < need { // per head pos+1 rounded up to whole vectors, and one more (attendStep)
 		sc.scores = make([]float32, 2*need)
 	}
-	sc.mode.alone = false
+	sc.alone = false
 	sc.x.Resize(T, c.Hidden)
 	m.rope.fill(sc, at, T)
 	sc.u.Resize(T, c.Hidden)

@@ -41,5 +41,9 @@ func (s *State) doRows(op rowOp, scale []float32, eps float64, T int) {
 		j.run = j.rows
 	}
 	j.op, j.sc, j.scale, j.eps = op, &s.sc, scale, eps
+	if s.sc.alone {
+		j.rows(0, T)
+		return
+	}
 	tensor.ParallelGrain(T, 4, j.run)
 }

@@ -87,7 +87,7 @@ func (s *State) products(x *tensor.Matrix) *stage {
 			st.xr[t] = tensor.Matrix{Rows: 1, Cols: x.Cols, Data: x.Row(t)}
 		}
 	}
-	st.x, st.n, st.bytes, st.split, st.alone = x, 0, 0, rows == 1, s.sc.mode.alone
+	st.x, st.n, st.bytes, st.split, st.alone = x, 0, 0, rows == 1, s.sc.alone
 	st.exact = s.verify || s.rows != nil
 	st.act8 = s.int8Step(rows)
 	return st
@@ -210,7 +210,10 @@ func (st *stage) units(i, a, b int) {
 // a hand-off can cost a descheduled caller tens of microseconds and
 // running alone wins (BENCHMARKS.md, issue 12). The results are the same
 // bits either way (stages split where MulRows gives Mul's bits), so only
-// the speed depends on the choice.
+// the speed depends on the choice. Calls of T rows computed as decode
+// steps (verify blocks, step batches) choose the same way, with a
+// stepMode for each T (Model.chooser): on a host where forge-tiny's steps
+// ran alone, its verify blocks of one row took 1.6× a step on the pool.
 //
 // Only models whose decode step reads less than modeBytes of weights
 // choose: a larger step splits into chunks of milliseconds, whose

@@ -15,6 +15,10 @@ func axpyFast(y []float32, a float32, x []float32) int                          
 func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool { return false }
 
 func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool { return false }
+func values4(o, w []float32, ws int, V []float32, n, stride, off int) bool   { return false }
+func attendScoresHeads(w []float32, ws int, q, K []float32, heads, n, stride, off int, scale float32) bool {
+	return false
+}
 func attendScoresF16(w, q []float32, K []uint16, n, stride, off int, scale float32) bool {
 	return false
 }

@@ -5,6 +5,7 @@ package model
 import (
 	"math"
 	"simd/archsimd"
+	"unsafe"
 )
 
 // AVX-512 twins of the elementwise loops (vec.go), the recurrent delta
@@ -229,20 +230,92 @@ func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool {
 	if !scoresFit(w, D, n) {
 		return false
 	}
-	for tau := range n {
-		k := K[tau*stride+off:][:D]
-		var a, b f32x16
-		for c := 0; c < D; c += 64 {
-			a = ld16(q[c:]).MulAdd(ld16(k[c:]), a)
-			b = ld16(q[c+16:]).MulAdd(ld16(k[c+16:]), b)
-			a = ld16(q[c+32:]).MulAdd(ld16(k[c+32:]), a)
-			b = ld16(q[c+48:]).MulAdd(ld16(k[c+48:]), b)
-		}
-		storeScore(w, tau, a.Add(b))
-	}
+	scores16(w, 0, q, 1, K, n, stride, off)
 	softmaxScores(w, n, scale)
 	return true
 }
+
+// attendScoresHeads is attendScores for heads query heads that read the
+// same keys (a KV head's): q holds their queries one after another, w
+// their weights ws floats apart, and each head gets attendScores' bits.
+func attendScoresHeads(w []float32, ws int, q, K []float32, heads, n, stride, off int, scale float32) bool {
+	D := len(q) / heads
+	if !vecReady || !scoresFit(w[(heads-1)*ws:], D, n) {
+		for i := range heads {
+			if !attendScores(w[i*ws:], q[i*D:(i+1)*D], K, n, stride, off, scale) {
+				return false
+			}
+		}
+		return true
+	}
+	scores16(w, ws, q, heads, K, n, stride, off)
+	for i := range heads {
+		softmaxScores(w[i*ws:], n, scale)
+	}
+	return true
+}
+
+// scores16 sets w_i[τ] = q_i·k_τ for τ < n and heads query heads i
+// (q_i = q[i·D:(i+1)·D], w_i = w[i·ws:]; attendScores' dot products):
+// sixteen positions a pass for every head by scores16x16
+// (scores_amd64.s), the rest one by one. Each position's products go to
+// two accumulators of 16 lanes (a: columns 64j … 64j+15 and 64j+32 …
+// 64j+47 by fused multiply-adds in column order, b: the others), and s =
+// a + b is summed across lanes by storeScore; the kernel keeps those
+// operations, so both give the same bits.
+func scores16(w []float32, ws int, q []float32, heads int, K []float32, n, stride, off int) {
+	D := len(q) / heads
+	tau := 0
+	if g := n / 16; g > 0 && useScores16 {
+		_ = K[(16*g-1)*stride+off:][:D] // the last row the kernel reads
+		_ = w[(heads-1)*ws:][:16*g]
+		scores16x16(unsafe.Pointer(&w[0]), unsafe.Pointer(&q[0]), unsafe.Pointer(&K[off]), g, stride, D, heads, 4*ws)
+		tau = 16 * g
+	}
+	for i := range heads {
+		qi, wi := q[i*D:(i+1)*D], w[i*ws:]
+		for t := tau; t < n; t++ {
+			k := K[t*stride+off:][:D]
+			var a, b f32x16
+			for c := 0; c < D; c += 64 {
+				a = ld16(qi[c:]).MulAdd(ld16(k[c:]), a)
+				b = ld16(qi[c+16:]).MulAdd(ld16(k[c+16:]), b)
+				a = ld16(qi[c+32:]).MulAdd(ld16(k[c+32:]), a)
+				b = ld16(qi[c+48:]).MulAdd(ld16(k[c+48:]), b)
+			}
+			storeScore(wi, t, a.Add(b))
+		}
+	}
+}
+
+// values4 is attendValues for four query heads that read the same
+// values (a KV head's) by values4x16 (scores_amd64.s), each head with
+// attendValues' bits: o holds their outputs one after another, w their
+// weights ws floats apart. It reports whether it ran (AVX-512, D a
+// multiple of 64).
+func values4(o, w []float32, ws int, V []float32, n, stride, off int) bool {
+	D := len(o) / 4
+	if !vecReady || D%64 != 0 || n < 1 {
+		return false
+	}
+	_ = V[(n-1)*stride+off:][:D] // the last row the kernel reads
+	_ = w[3*ws:][:n]
+	values4x16(unsafe.Pointer(&o[0]), unsafe.Pointer(&w[0]), unsafe.Pointer(&V[off]), n, stride, D, 4*ws)
+	return true
+}
+
+//go:noescape
+func values4x16(o, w, v unsafe.Pointer, n, stride, d, wstep int)
+
+// scores16x16 is scores16's kernel for τ < 16·groups (scores_amd64.s):
+// q_i at q + 4·d·i bytes, w_i at w + wstep·i bytes, k_τ at k +
+// 4·stride·τ bytes, d floats (a multiple of 64).
+//
+//go:noescape
+func scores16x16(w, q, k unsafe.Pointer, groups, stride, d, heads, wstep int)
+
+// useScores16 switches scores16x16 off for its twin test.
+var useScores16 = true
 
 // attendScoresF16 is attendScores for keys in fp16 (the int8 cache's
 // keys, widened exactly by ldF16).

@@ -138,7 +138,7 @@ func TestAttendStep(t *testing.T) {
 			for i := range sc.scores { // stale scores past n must not count (the kernels mask them)
 				sc.scores[i] = 1e30
 			}
-			sc.mode.alone = alone
+			sc.alone = alone
 			a.attendStep(c, pos, 0, cache, sc)
 			for i, v := range sc.att.Data {
 				if d := math.Abs(float64(v - want[i])); !(d <= 1e-5) {

@@ -1,0 +1,277 @@
+//go:build goexperiment.simd
+
+#include "textflag.h"
+
+// Decode attention's dot products for AVX-512 hosts (attendScores,
+// vec_simd.go): sixteen positions a pass, each score with the bits that
+// attendScores' one-position loop gives it. Assembly because the Go
+// compiler's code for that loop spent ~35 cycles a position on a Zen 5
+// (spills, bounds checks, a horizontal sum that waits on each product);
+// here a position costs its four fused multiply-adds per 64 columns and
+// a share of one transposing sum per sixteen positions (BENCHMARKS.md).
+
+// scorePerm puts the transposed sums of a pass in position order: lane
+// 4k + m holds position k + 4m (see scores16x16).
+DATA scorePerm<>+0(SB)/4, $0
+DATA scorePerm<>+4(SB)/4, $4
+DATA scorePerm<>+8(SB)/4, $8
+DATA scorePerm<>+12(SB)/4, $12
+DATA scorePerm<>+16(SB)/4, $1
+DATA scorePerm<>+20(SB)/4, $5
+DATA scorePerm<>+24(SB)/4, $9
+DATA scorePerm<>+28(SB)/4, $13
+DATA scorePerm<>+32(SB)/4, $2
+DATA scorePerm<>+36(SB)/4, $6
+DATA scorePerm<>+40(SB)/4, $10
+DATA scorePerm<>+44(SB)/4, $14
+DATA scorePerm<>+48(SB)/4, $3
+DATA scorePerm<>+52(SB)/4, $7
+DATA scorePerm<>+56(SB)/4, $11
+DATA scorePerm<>+60(SB)/4, $15
+GLOBL scorePerm<>(SB), RODATA|NOPTR, $64
+
+// ZERO16 clears the accumulators Z0–Z15.
+#define ZERO16 \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7; \
+	VPXORD Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9; \
+	VPXORD Z10, Z10, Z10; \
+	VPXORD Z11, Z11, Z11; \
+	VPXORD Z12, Z12, Z12; \
+	VPXORD Z13, Z13, Z13; \
+	VPXORD Z14, Z14, Z14; \
+	VPXORD Z15, Z15, Z15
+
+// ROW8 adds the products of 64 columns (q at Z16–Z19) of the key row at
+// p + CX to a (columns 0–15 and 32–47) and b (16–31, 48–63), in column
+// order: attendScores' two accumulators.
+#define ROW8(p, a, b) \
+	VFMADD231PS (p)(CX*1), Z16, a; \
+	VFMADD231PS 64(p)(CX*1), Z17, b; \
+	VFMADD231PS 128(p)(CX*1), Z18, a; \
+	VFMADD231PS 192(p)(CX*1), Z19, b
+
+// QUARTERS adds 128-bit quarters of x and y: d = [x.q0 + x.q2, x.q1 +
+// x.q3, y.q0 + y.q2, y.q1 + y.q3] with lo, hi = $0x44, $0xEE (each
+// position's 256-bit halves), or d = [x.q0 + x.q1, x.q2 + x.q3, y.q0 +
+// y.q1, y.q2 + y.q3] with lo, hi = $0x88, $0xDD (its 128-bit halves, two
+// positions a vector before).
+#define QUARTERS(lo, hi, x, y, d) \
+	VSHUFF32X4 lo, y, x, Z24; \
+	VSHUFF32X4 hi, y, x, Z25; \
+	VADDPS Z25, Z24, d
+
+// PAIRS adds the even and odd lanes of x and y within each quarter: d =
+// [x0 + x1, x2 + x3, y0 + y1, y2 + y3] per quarter (HADDPS's pairs).
+#define PAIRS(x, y, d) \
+	VSHUFPS $0x88, y, x, Z24; \
+	VSHUFPS $0xDD, y, x, Z25; \
+	VADDPS Z25, Z24, d
+
+// func scores16x16(w, q, k unsafe.Pointer, groups, stride, d, heads, wstep int)
+//
+// For τ < 16·groups and each of heads query heads i (q_i at q + 4·d·i
+// bytes, its scores at w + wstep·i bytes): w_i[τ] = q_i·k_τ, k_τ at k +
+// 4·stride·τ bytes, d floats (a multiple of 64). The heads of a pass read
+// its sixteen key rows while they are in L1 (the query heads of one KV
+// head, which attendScores would read from L2 or further once each). Per
+// position, as attendScores: a gathers the products of columns 64j …
+// 64j+15 and 64j+32 … 64j+47 by fused multiply-adds in column order, b
+// the others, and s = a + b is summed as storeScore sums it: h_j = s_j +
+// s_{j+8}, g_j = h_j + h_{j+4}, then (g0 + g1) + (g2 + g3). A pass takes
+// eight positions at a time into Z0–Z15 (a in Z0–Z7, b in Z8–Z15) and
+// sums them by that tree across vectors: position pairs' 256-bit halves
+// (QUARTERS $0x44/$0xEE), then 128-bit halves (QUARTERS $0x88/$0xDD:
+// quarter k holds position k's g), then adjacent lanes (PAIRS): quarter k
+// holds [p0, p1] of positions k and 4 + k. The two halves' vectors (Z21,
+// Z20) meet in a last PAIRS, whose lane 4k + m is position k + 4m;
+// VPERMPS by scorePerm orders them for one 64-byte store.
+TEXT ·scores16x16(SB), NOSPLIT, $8-64
+	MOVQ k+16(FP), R8
+	MOVQ stride+32(FP), R9
+	MOVQ d+40(FP), BX
+	SHLQ $2, R9 // bytes between positions
+	SHLQ $2, BX // bytes of a row
+	VMOVDQU32 scorePerm<>(SB), Z30
+	CMPQ groups+24(FP), $0
+	JLE sdone
+	CMPQ heads+48(FP), $0
+	JLE sdone
+
+sgroup:
+	MOVQ q+8(FP), SI
+	MOVQ w+0(FP), DI
+	MOVQ heads+48(FP), CX
+	MOVQ CX, 0(SP) // heads left
+
+shead:
+	MOVQ $2, DX
+
+shalf:
+	LEAQ (R8)(R9*1), R10
+	LEAQ (R8)(R9*2), R11
+	LEAQ (R10)(R9*2), R12
+	LEAQ (R8)(R9*4), R13
+	LEAQ (R13)(R9*1), R14
+	LEAQ (R13)(R9*2), R15
+	LEAQ (R14)(R9*2), AX
+	ZERO16
+	XORQ CX, CX
+
+scol:
+	VMOVUPS (SI)(CX*1), Z16
+	VMOVUPS 64(SI)(CX*1), Z17
+	VMOVUPS 128(SI)(CX*1), Z18
+	VMOVUPS 192(SI)(CX*1), Z19
+	ROW8(R8, Z0, Z8)
+	ROW8(R10, Z1, Z9)
+	ROW8(R11, Z2, Z10)
+	ROW8(R12, Z3, Z11)
+	ROW8(R13, Z4, Z12)
+	ROW8(R14, Z5, Z13)
+	ROW8(R15, Z6, Z14)
+	ROW8(AX, Z7, Z15)
+	ADDQ $256, CX
+	CMPQ CX, BX
+	JLT scol
+
+	VADDPS Z8, Z0, Z0 // s = a + b
+	VADDPS Z9, Z1, Z1
+	VADDPS Z10, Z2, Z2
+	VADDPS Z11, Z3, Z3
+	VADDPS Z12, Z4, Z4
+	VADDPS Z13, Z5, Z5
+	VADDPS Z14, Z6, Z6
+	VADDPS Z15, Z7, Z7
+	QUARTERS($0x44, $0xEE, Z0, Z1, Z0) // h of positions 0, 1
+	QUARTERS($0x44, $0xEE, Z2, Z3, Z2) // 2, 3
+	QUARTERS($0x44, $0xEE, Z4, Z5, Z4) // 4, 5
+	QUARTERS($0x44, $0xEE, Z6, Z7, Z6) // 6, 7
+	QUARTERS($0x88, $0xDD, Z0, Z2, Z0) // g of positions 0…3
+	QUARTERS($0x88, $0xDD, Z4, Z6, Z4) // 4…7
+	PAIRS(Z0, Z4, Z0)                  // [p0, p1] of k and 4 + k
+	VMOVAPS Z20, Z21                   // the first half's, after the second
+	VMOVAPS Z0, Z20
+	LEAQ (R8)(R9*8), R8
+	DECQ DX
+	JNZ shalf
+
+	PAIRS(Z21, Z20, Z0) // p0 + p1: lane 4k + m is position k + 4m
+	VPERMPS Z0, Z30, Z0
+	VMOVUPS Z0, (DI)
+	MOVQ R9, CX // back to the pass's first row for the next head
+	SHLQ $4, CX
+	SUBQ CX, R8
+	ADDQ BX, SI
+	ADDQ wstep+56(FP), DI
+	DECQ 0(SP)
+	JNZ shead
+
+	MOVQ R9, CX // the next pass's rows
+	SHLQ $4, CX
+	ADDQ CX, R8
+	ADDQ $64, w+0(FP)
+	DECQ groups+24(FP)
+	JNZ sgroup
+
+sdone:
+	VZEROUPPER
+	RET
+
+// HEAD4 adds w_i[τ] (broadcast in p) times the 64 columns of v_τ in
+// Z16–Z19 to head i's accumulators o0…o3: a product, then a sum, as
+// attendValues (axpy's operations).
+#define HEAD4(p, o0, o1, o2, o3) \
+	VMULPS Z16, p, Z24; \
+	VMULPS Z17, p, Z25; \
+	VMULPS Z18, p, Z26; \
+	VMULPS Z19, p, Z27; \
+	VADDPS Z24, o0, o0; \
+	VADDPS Z25, o1, o1; \
+	VADDPS Z26, o2, o2; \
+	VADDPS Z27, o3, o3
+
+// func values4x16(o, w, v unsafe.Pointer, n, stride, d, wstep int)
+//
+// For four query heads i that read the same values (a KV head's):
+// o_i[c] = Σ_τ w_i[τ]·v_τ[c] over τ < n (n ≥ 1), o_i at o + 4·d·i bytes,
+// w_i at w + wstep·i bytes, v_τ at v + 4·stride·τ bytes, d floats (a
+// multiple of 64). Per chunk of 64 columns, each head's four
+// accumulators take every position's product and then its sum in τ
+// order: attendValues' operations, so each head gets its bits, while a
+// row of values is loaded once for the four.
+TEXT ·values4x16(SB), NOSPLIT, $0-56
+	MOVQ o+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ v+16(FP), R8
+	MOVQ n+24(FP), DX
+	MOVQ stride+32(FP), R9
+	MOVQ d+40(FP), BX
+	MOVQ wstep+48(FP), R10
+	SHLQ $2, R9 // bytes between positions
+	SHLQ $2, BX // bytes of a row
+	LEAQ (SI)(R10*1), R11 // w_1
+	LEAQ (SI)(R10*2), R12 // w_2
+	LEAQ (R11)(R10*2), R13 // w_3
+	TESTQ DX, DX
+	JLE vdone
+	XORQ CX, CX
+
+vchunk:
+	ZERO16
+	MOVQ R8, AX
+	XORQ R14, R14
+	MOVQ DX, R15
+
+vpos:
+	VMOVUPS (AX)(CX*1), Z16
+	VMOVUPS 64(AX)(CX*1), Z17
+	VMOVUPS 128(AX)(CX*1), Z18
+	VMOVUPS 192(AX)(CX*1), Z19
+	VBROADCASTSS (SI)(R14*1), Z20
+	VBROADCASTSS (R11)(R14*1), Z21
+	VBROADCASTSS (R12)(R14*1), Z22
+	VBROADCASTSS (R13)(R14*1), Z23
+	HEAD4(Z20, Z0, Z1, Z2, Z3)
+	HEAD4(Z21, Z4, Z5, Z6, Z7)
+	HEAD4(Z22, Z8, Z9, Z10, Z11)
+	HEAD4(Z23, Z12, Z13, Z14, Z15)
+	ADDQ R9, AX
+	ADDQ $4, R14
+	DECQ R15
+	JNZ vpos
+
+	LEAQ (DI)(CX*1), AX // head 0's chunk, then heads 1…3 a row apart
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	ADDQ BX, AX
+	VMOVUPS Z4, (AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, 192(AX)
+	ADDQ BX, AX
+	VMOVUPS Z8, (AX)
+	VMOVUPS Z9, 64(AX)
+	VMOVUPS Z10, 128(AX)
+	VMOVUPS Z11, 192(AX)
+	ADDQ BX, AX
+	VMOVUPS Z12, (AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, 192(AX)
+	ADDQ $256, CX
+	CMPQ CX, BX
+	JLT vchunk
+
+vdone:
+	VZEROUPPER
+	RET
