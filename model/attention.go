@@ -148,11 +148,9 @@ func (j *attJob) heads(lo, hi int) {
 	kq := &j.ls.q // the int8 cache (keys fp16, values int8), when kq.k != nil
 	for h := lo; h < hi; {
 		e := min(hi, (h/rq+1)*rq) // the query heads of h's KV head
-		ok := true
+		var ok bool
 		if kq.k != nil {
-			for i := h; i < e && ok; i++ {
-				ok = attendScoresF16(sc.scores[i*ws:(i+1)*ws], sc.q.Row(j.t)[i*D:(i+1)*D], kq.k, j.pos+1, kvw, (h/rq)*D, scale)
-			}
+			ok = attendScoresF16Heads(sc.scores[h*ws:], ws, sc.q.Row(j.t)[h*D:e*D], kq.k, e-h, j.pos+1, kvw, (h/rq)*D, scale)
 		} else {
 			ok = attendScoresHeads(sc.scores[h*ws:], ws, sc.q.Row(j.t)[h*D:e*D], j.ls.k, e-h, j.pos+1, kvw, (h/rq)*D, scale)
 		}

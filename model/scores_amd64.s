@@ -75,6 +75,47 @@ GLOBL scorePerm<>(SB), RODATA|NOPTR, $64
 	VSHUFPS $0xDD, y, x, Z25; \
 	VADDPS Z25, Z24, d
 
+// ROWPTRS points R10–R15 and AX at the key rows after R8's (R9 bytes
+// apart): R8 and those are the eight rows of a half pass.
+#define ROWPTRS \
+	LEAQ (R8)(R9*1), R10; \
+	LEAQ (R8)(R9*2), R11; \
+	LEAQ (R10)(R9*2), R12; \
+	LEAQ (R8)(R9*4), R13; \
+	LEAQ (R13)(R9*1), R14; \
+	LEAQ (R13)(R9*2), R15; \
+	LEAQ (R14)(R9*2), AX
+
+// REDUCE8 sums each of the eight positions' a + b (Z0–Z7 and Z8–Z15) as
+// storeScore does, as far as a half pass goes: quarter k of the result
+// holds [p0, p1] of positions k and 4 + k, and it goes to Z20, the
+// previous half's to Z21.
+#define REDUCE8 \
+	VADDPS Z8, Z0, Z0; \
+	VADDPS Z9, Z1, Z1; \
+	VADDPS Z10, Z2, Z2; \
+	VADDPS Z11, Z3, Z3; \
+	VADDPS Z12, Z4, Z4; \
+	VADDPS Z13, Z5, Z5; \
+	VADDPS Z14, Z6, Z6; \
+	VADDPS Z15, Z7, Z7; \
+	QUARTERS($0x44, $0xEE, Z0, Z1, Z0); \
+	QUARTERS($0x44, $0xEE, Z2, Z3, Z2); \
+	QUARTERS($0x44, $0xEE, Z4, Z5, Z4); \
+	QUARTERS($0x44, $0xEE, Z6, Z7, Z6); \
+	QUARTERS($0x88, $0xDD, Z0, Z2, Z0); \
+	QUARTERS($0x88, $0xDD, Z4, Z6, Z4); \
+	PAIRS(Z0, Z4, Z0); \
+	VMOVAPS Z20, Z21; \
+	VMOVAPS Z0, Z20
+
+// STORE16 finishes a pass: p0 + p1 of the two halves (Z21, Z20), whose
+// lane 4k + m is position k + 4m, put in position order and stored at DI.
+#define STORE16 \
+	PAIRS(Z21, Z20, Z0); \
+	VPERMPS Z0, Z30, Z0; \
+	VMOVUPS Z0, (DI)
+
 // func scores16x16(w, q, k unsafe.Pointer, groups, stride, d, heads, wstep int)
 //
 // For τ < 16·groups and each of heads query heads i (q_i at q + 4·d·i
@@ -115,13 +156,7 @@ shead:
 	MOVQ $2, DX
 
 shalf:
-	LEAQ (R8)(R9*1), R10
-	LEAQ (R8)(R9*2), R11
-	LEAQ (R10)(R9*2), R12
-	LEAQ (R8)(R9*4), R13
-	LEAQ (R13)(R9*1), R14
-	LEAQ (R13)(R9*2), R15
-	LEAQ (R14)(R9*2), AX
+	ROWPTRS
 	ZERO16
 	XORQ CX, CX
 
@@ -142,30 +177,12 @@ scol:
 	CMPQ CX, BX
 	JLT scol
 
-	VADDPS Z8, Z0, Z0 // s = a + b
-	VADDPS Z9, Z1, Z1
-	VADDPS Z10, Z2, Z2
-	VADDPS Z11, Z3, Z3
-	VADDPS Z12, Z4, Z4
-	VADDPS Z13, Z5, Z5
-	VADDPS Z14, Z6, Z6
-	VADDPS Z15, Z7, Z7
-	QUARTERS($0x44, $0xEE, Z0, Z1, Z0) // h of positions 0, 1
-	QUARTERS($0x44, $0xEE, Z2, Z3, Z2) // 2, 3
-	QUARTERS($0x44, $0xEE, Z4, Z5, Z4) // 4, 5
-	QUARTERS($0x44, $0xEE, Z6, Z7, Z6) // 6, 7
-	QUARTERS($0x88, $0xDD, Z0, Z2, Z0) // g of positions 0…3
-	QUARTERS($0x88, $0xDD, Z4, Z6, Z4) // 4…7
-	PAIRS(Z0, Z4, Z0)                  // [p0, p1] of k and 4 + k
-	VMOVAPS Z20, Z21                   // the first half's, after the second
-	VMOVAPS Z0, Z20
+	REDUCE8
 	LEAQ (R8)(R9*8), R8
 	DECQ DX
 	JNZ shalf
 
-	PAIRS(Z21, Z20, Z0) // p0 + p1: lane 4k + m is position k + 4m
-	VPERMPS Z0, Z30, Z0
-	VMOVUPS Z0, (DI)
+	STORE16
 	MOVQ R9, CX // back to the pass's first row for the next head
 	SHLQ $4, CX
 	SUBQ CX, R8
@@ -182,6 +199,98 @@ scol:
 	JNZ sgroup
 
 sdone:
+	VZEROUPPER
+	RET
+
+// ROWF16 is ROW8 for a row of fp16 keys at p + CX (two bytes a column),
+// widened exactly by VCVTPH2PS (as ldF16 widens them) into Z22–Z23 and
+// Z26–Z27, with q's 64 columns at Z16–Z19: attendScoresF16's two
+// accumulators, a for columns 0–15 and 32–47, b for the others.
+#define ROWF16(p, a, b) \
+	VCVTPH2PS (p)(CX*1), Z22; \
+	VCVTPH2PS 32(p)(CX*1), Z23; \
+	VCVTPH2PS 64(p)(CX*1), Z26; \
+	VCVTPH2PS 96(p)(CX*1), Z27; \
+	VFMADD231PS Z22, Z16, a; \
+	VFMADD231PS Z23, Z17, b; \
+	VFMADD231PS Z26, Z18, a; \
+	VFMADD231PS Z27, Z19, b
+
+// func scoresF16x16(w, q, k unsafe.Pointer, groups, stride, d, heads, wstep int)
+//
+// scores16x16 for keys in fp16 (the int8 KV cache's): k_τ at k +
+// 2·stride·τ bytes, d fp16 values (a multiple of 64). Per position, as
+// attendScoresF16: a gathers columns 32j … 32j+15 (fused multiply-adds in
+// column order), b columns 32j+16 … 32j+31, summed as storeScore sums.
+TEXT ·scoresF16x16(SB), NOSPLIT, $8-64
+	MOVQ k+16(FP), R8
+	MOVQ stride+32(FP), R9
+	MOVQ d+40(FP), BX
+	SHLQ $1, R9 // bytes between positions
+	SHLQ $1, BX // bytes of a row of keys
+	VMOVDQU32 scorePerm<>(SB), Z30
+	CMPQ groups+24(FP), $0
+	JLE hdone
+	CMPQ heads+48(FP), $0
+	JLE hdone
+
+hgroup:
+	MOVQ q+8(FP), SI
+	MOVQ w+0(FP), DI
+	MOVQ heads+48(FP), CX
+	MOVQ CX, 0(SP) // heads left
+
+hhead:
+	MOVQ $2, DX
+
+hhalf:
+	ROWPTRS
+	ZERO16
+	XORQ CX, CX
+
+hcol:
+	VMOVUPS (SI), Z16 // q advances with SI, the keys with CX
+	VMOVUPS 64(SI), Z17
+	VMOVUPS 128(SI), Z18
+	VMOVUPS 192(SI), Z19
+	ROWF16(R8, Z0, Z8)
+	ROWF16(R10, Z1, Z9)
+	ROWF16(R11, Z2, Z10)
+	ROWF16(R12, Z3, Z11)
+	ROWF16(R13, Z4, Z12)
+	ROWF16(R14, Z5, Z13)
+	ROWF16(R15, Z6, Z14)
+	ROWF16(AX, Z7, Z15)
+	ADDQ $256, SI
+	ADDQ $128, CX
+	CMPQ CX, BX
+	JLT hcol
+
+	SUBQ BX, SI // q's row again (4 bytes a column: twice the keys')
+	SUBQ BX, SI
+	REDUCE8
+	LEAQ (R8)(R9*8), R8
+	DECQ DX
+	JNZ hhalf
+
+	STORE16
+	MOVQ R9, CX // back to the pass's first row for the next head
+	SHLQ $4, CX
+	SUBQ CX, R8
+	ADDQ BX, SI // the next head's q
+	ADDQ BX, SI
+	ADDQ wstep+56(FP), DI
+	DECQ 0(SP)
+	JNZ hhead
+
+	MOVQ R9, CX // the next pass's rows
+	SHLQ $4, CX
+	ADDQ CX, R8
+	ADDQ $64, w+0(FP)
+	DECQ groups+24(FP)
+	JNZ hgroup
+
+hdone:
 	VZEROUPPER
 	RET
 

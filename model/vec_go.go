@@ -22,6 +22,9 @@ func attendScoresHeads(w []float32, ws int, q, K []float32, heads, n, stride, of
 func attendScoresF16(w, q []float32, K []uint16, n, stride, off int, scale float32) bool {
 	return false
 }
+func attendScoresF16Heads(w []float32, ws int, q []float32, K []uint16, heads, n, stride, off int, scale float32) bool {
+	return false
+}
 
 // attendValues sets o to Σ_τ w[τ]·v_τ (attend's weighted sum; it only
 // runs after attendScores, which this build does not have).

@@ -314,7 +314,8 @@ func values4x16(o, w, v unsafe.Pointer, n, stride, d, wstep int)
 //go:noescape
 func scores16x16(w, q, k unsafe.Pointer, groups, stride, d, heads, wstep int)
 
-// useScores16 switches scores16x16 off for its twin test.
+// useScores16 switches scores16x16 and scoresF16x16 off for their twin
+// tests.
 var useScores16 = true
 
 // attendScoresF16 is attendScores for keys in fp16 (the int8 cache's
@@ -323,22 +324,56 @@ func attendScoresF16(w, q []float32, K []uint16, n, stride, off int, scale float
 	if !vecReady {
 		return attendScoresF16x8(w, q, K, n, stride, off, scale)
 	}
-	D := len(q)
-	if !scoresFit(w, D, n) {
-		return false
-	}
-	for tau := range n {
-		k := K[tau*stride+off:][:D]
-		var a, b f32x16
-		for c := 0; c < D; c += 32 {
-			a = ld16(q[c:]).MulAdd(ldF16(k[c:]), a)
-			b = ld16(q[c+16:]).MulAdd(ldF16(k[c+16:]), b)
+	return attendScoresF16Heads(w, 0, q, K, 1, n, stride, off, scale)
+}
+
+// attendScoresF16Heads is attendScoresHeads for keys in fp16.
+func attendScoresF16Heads(w []float32, ws int, q []float32, K []uint16, heads, n, stride, off int, scale float32) bool {
+	D := len(q) / heads
+	if !vecReady || !scoresFit(w[(heads-1)*ws:], D, n) {
+		for i := range heads {
+			if !attendScoresF16(w[i*ws:], q[i*D:(i+1)*D], K, n, stride, off, scale) {
+				return false
+			}
 		}
-		storeScore(w, tau, a.Add(b))
+		return true
 	}
-	softmaxScores(w, n, scale)
+	scoresF16(w, ws, q, heads, K, n, stride, off)
+	for i := range heads {
+		softmaxScores(w[i*ws:], n, scale)
+	}
 	return true
 }
+
+// scoresF16 is scores16 for keys in fp16: per position, a gathers the
+// products of columns 32j … 32j+15 by fused multiply-adds in column
+// order, b those of 32j+16 … 32j+31; scoresF16x16 (scores_amd64.s) runs
+// the passes of sixteen positions with the same bits.
+func scoresF16(w []float32, ws int, q []float32, heads int, K []uint16, n, stride, off int) {
+	D := len(q) / heads
+	tau := 0
+	if g := n / 16; g > 0 && useScores16 {
+		_ = K[(16*g-1)*stride+off:][:D] // the last row the kernel reads
+		_ = w[(heads-1)*ws:][:16*g]
+		scoresF16x16(unsafe.Pointer(&w[0]), unsafe.Pointer(&q[0]), unsafe.Pointer(&K[off]), g, stride, D, heads, 4*ws)
+		tau = 16 * g
+	}
+	for i := range heads {
+		qi, wi := q[i*D:(i+1)*D], w[i*ws:]
+		for t := tau; t < n; t++ {
+			k := K[t*stride+off:][:D]
+			var a, b f32x16
+			for c := 0; c < D; c += 32 {
+				a = ld16(qi[c:]).MulAdd(ldF16(k[c:]), a)
+				b = ld16(qi[c+16:]).MulAdd(ldF16(k[c+16:]), b)
+			}
+			storeScore(wi, t, a.Add(b))
+		}
+	}
+}
+
+//go:noescape
+func scoresF16x16(w, q, k unsafe.Pointer, groups, stride, d, heads, wstep int)
 
 // scoresFit reports whether the score kernels run: vector kernels, D a
 // multiple of 64 and room in w for n rounded up to 16, plus 16.

@@ -148,7 +148,8 @@ func TestDeltaChunkTwins(t *testing.T) {
 // 130 and 300 positions (whole passes, a remainder, none), D = 64, 128
 // and 256, and key rows at a stride wider than D from an offset (a KV
 // head that is not the first), for one query head and for three reading
-// the same keys (their scores at a stride). Keys include zeros of both signs and
+// the same keys (their scores at a stride), keys in float32 and in fp16
+// (scoresF16x16). Keys include zeros of both signs and
 // magnitudes spread over a few orders, where the order of the sums shows
 // in the last bits.
 func TestScores16(t *testing.T) {
@@ -181,13 +182,31 @@ func TestScores16(t *testing.T) {
 				scores16(wg, ws, q[:heads*D], heads, K, n, stride, off)
 				useScores16 = true
 				scores16(wa, ws, q[:heads*D], heads, K, n, stride, off)
-				for i := range heads {
-					for p := range n {
-						if a, b := wa[i*ws+p], wg[i*ws+p]; math.Float32bits(a) != math.Float32bits(b) {
-							t.Fatalf("D=%d n=%d head %d of %d: position %d = %v, one position at a time %v", D, n, i, heads, p, a, b)
-						}
-					}
+				checkScores(t, "f32", D, n, heads, ws, wa, wg)
+				// The same keys in fp16 (the int8 cache's), with
+				// subnormals and zeros of both signs among them.
+				K16 := make([]uint16, len(K))
+				tensor.F32ToF16Slice(K16, K)
+				for i := 0; i < len(K16); i += 5 {
+					K16[i] = uint16(g.Uint32()) &^ 0x7c00
 				}
+				useScores16 = false
+				scoresF16(wg, ws, q[:heads*D], heads, K16, n, stride, off)
+				useScores16 = true
+				scoresF16(wa, ws, q[:heads*D], heads, K16, n, stride, off)
+				checkScores(t, "fp16", D, n, heads, ws, wa, wg)
+			}
+		}
+	}
+}
+
+// checkScores compares the kernel's scores wa with the loop's wg.
+func checkScores(t *testing.T, keys string, D, n, heads, ws int, wa, wg []float32) {
+	t.Helper()
+	for i := range heads {
+		for p := range n {
+			if a, b := wa[i*ws+p], wg[i*ws+p]; math.Float32bits(a) != math.Float32bits(b) {
+				t.Fatalf("%s keys, D=%d n=%d head %d of %d: position %d = %v, one position at a time %v", keys, D, n, i, heads, p, a, b)
 			}
 		}
 	}
@@ -238,7 +257,8 @@ func TestValues4(t *testing.T) {
 // heads at a decode step over 512 cached positions of D = 64 (forge-tiny's
 // heads; per KV head the synth-1.4b has four of D = 256): the scores with
 // their softmax, by scores16x16 and by the one-position loop it replaced
-// (the peer, in the same run), then the weighted sums, four heads a row of
+// (the peer, in the same run), the same for fp16 keys (the int8 KV
+// cache's), then the weighted sums, four heads a row of
 // values (values4x16) and head by head.
 func BenchmarkAttendHeads(b *testing.B) {
 	if !vecReady {
@@ -261,6 +281,17 @@ func BenchmarkAttendHeads(b *testing.B) {
 			defer func() { useScores16 = true }()
 			for b.Loop() {
 				attendScoresHeads(w, ws, q, K, heads, n, D, 0, 0.125)
+			}
+		})
+	}
+	K16 := make([]uint16, len(K))
+	tensor.F32ToF16Slice(K16, K)
+	for _, fast := range []bool{true, false} {
+		b.Run(fmt.Sprintf("scoresF16/kernel=%v", fast), func(b *testing.B) {
+			useScores16 = fast
+			defer func() { useScores16 = true }()
+			for b.Loop() {
+				attendScoresF16Heads(w, ws, q, K16, heads, n, D, 0, 0.125)
 			}
 		})
 	}
