@@ -163,14 +163,24 @@ func (j *attJob) heads(lo, hi int) {
 	for h := lo; h < hi; {
 		e := min(hi, (h/rq+1)*rq)
 		if kq.k != nil {
-			for i := h; i < e; i++ {
-				o, w := sc.att.Row(j.t)[i*D:(i+1)*D], sc.scores[i*ws:(i+1)*ws]
-				attendValuesInt8(o, w, kq.v, kq.vs, j.pos+1, kvw, (h/rq)*D, h/rq, c.KVHeads)
-			}
+			attendValuesInt8Heads(sc.att.Row(j.t)[h*D:e*D], sc.scores[h*ws:], ws, kq.v, kq.vs, e-h, j.pos+1, kvw, (h/rq)*D, h/rq, c.KVHeads)
 		} else {
 			attendValuesHeads(sc.att.Row(j.t)[h*D:e*D], sc.scores[h*ws:], ws, j.ls.v, e-h, j.pos+1, kvw, (h/rq)*D)
 		}
 		h = e
+	}
+}
+
+// attendValuesInt8Heads is attendValuesHeads for the int8 cache's values
+// (KV head hk of hkv, their scales vs): each head gets attendValuesInt8's
+// bits, four at a time by valuesI8 where the build has it.
+func attendValuesInt8Heads(o, w []float32, ws int, V []int8, vs []float32, heads, n, stride, off, hk, hkv int) {
+	D := len(o) / heads
+	i := 0
+	for ; i+4 <= heads && valuesI8(o[i*D:(i+4)*D], w[i*ws:], ws, V, vs, n, stride, off, hk, hkv); i += 4 {
+	}
+	for ; i < heads; i++ {
+		attendValuesInt8(o[i*D:(i+1)*D], w[i*ws:], V, vs, n, stride, off, hk, hkv)
 	}
 }
 

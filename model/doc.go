@@ -26,7 +26,8 @@
 // bits in every build, except the dot products q·k of attention (whose
 // scores and weighted sums run in assembly, scores_amd64.s: sixteen
 // positions a pass, the query heads of one KV head while its rows are in
-// L1, with the bits of vec_simd.go's loops);
+// L1, and four heads' weighted sums from each row of values, with the
+// bits of vec_simd.go's loops);
 // on a CPU with AVX2 only, the elementwise activations, the delta rule
 // step and decode attention have AVX2 twins of the same kind
 // (vec_avx2.go, attention_avx2.go; attention's dot products and weighted

@@ -30,6 +30,21 @@ DATA scorePerm<>+56(SB)/4, $11
 DATA scorePerm<>+60(SB)/4, $15
 GLOBL scorePerm<>(SB), RODATA|NOPTR, $64
 
+// VPROLOGUE loads values4x16's and valuesI8x16's arguments (the values'
+// stride still in elements).
+#define VPROLOGUE \
+	MOVQ o+0(FP), DI; \
+	MOVQ w+8(FP), SI; \
+	MOVQ v+16(FP), R8; \
+	MOVQ n+24(FP), DX; \
+	MOVQ stride+32(FP), R9; \
+	MOVQ d+40(FP), BX; \
+	MOVQ wstep+48(FP), R10; \
+	SHLQ $2, BX; \
+	LEAQ (SI)(R10*1), R11; \
+	LEAQ (SI)(R10*2), R12; \
+	LEAQ (R11)(R10*2), R13
+
 // ZERO16 clears the accumulators Z0–Z15.
 #define ZERO16 \
 	VPXORD Z0, Z0, Z0; \
@@ -115,6 +130,108 @@ GLOBL scorePerm<>(SB), RODATA|NOPTR, $64
 	PAIRS(Z21, Z20, Z0); \
 	VPERMPS Z0, Z30, Z0; \
 	VMOVUPS Z0, (DI)
+
+// HEAD4 adds w_i[τ] (broadcast in p) times the 64 columns of v_τ in
+// Z16–Z19 to head i's accumulators o0…o3: a product, then a sum, as
+// attendValues (axpy's operations).
+#define HEAD4(p, o0, o1, o2, o3) \
+	VMULPS Z16, p, Z24; \
+	VMULPS Z17, p, Z25; \
+	VMULPS Z18, p, Z26; \
+	VMULPS Z19, p, Z27; \
+	VADDPS Z24, o0, o0; \
+	VADDPS Z25, o1, o1; \
+	VADDPS Z26, o2, o2; \
+	VADDPS Z27, o3, o3
+
+// OSTORE stores a head's four accumulators to its chunk of o at AX and
+// moves AX on to the next head's.
+#define OSTORE(o0, o1, o2, o3) \
+	VMOVUPS o0, (AX); \
+	VMOVUPS o1, 64(AX); \
+	VMOVUPS o2, 128(AX); \
+	VMOVUPS o3, 192(AX); \
+	ADDQ BX, AX
+
+// VALUES4 is the body of values4x16 and valuesI8x16 after their
+// prologue (DI o, SI w_0, R11–R13 w_1…w_3, R8 the values' first column,
+// DX n, R9 bytes between positions, BX bytes of a row of o): per chunk of
+// 64 columns, load widens position τ's 64 values into Z16–Z19 from AX,
+// scale turns the heads' weights (Z20–Z23) into the weights of those
+// values (first readies it for the chunk's first position), and each head's four accumulators take its products, then its
+// sums, in τ order; vstep is the bytes of 64 values.
+#define VALUES4(load, first, scale, vstep) \
+	TESTQ DX, DX; \
+	JLE vdone; \
+	XORQ CX, CX; \
+vchunk: \
+	ZERO16; \
+	first; \
+	MOVQ R8, AX; \
+	XORQ R14, R14; \
+	MOVQ DX, R15; \
+vpos: \
+	load; \
+	VBROADCASTSS (SI)(R14*1), Z20; \
+	VBROADCASTSS (R11)(R14*1), Z21; \
+	VBROADCASTSS (R12)(R14*1), Z22; \
+	VBROADCASTSS (R13)(R14*1), Z23; \
+	scale; \
+	HEAD4(Z20, Z0, Z1, Z2, Z3); \
+	HEAD4(Z21, Z4, Z5, Z6, Z7); \
+	HEAD4(Z22, Z8, Z9, Z10, Z11); \
+	HEAD4(Z23, Z12, Z13, Z14, Z15); \
+	ADDQ R9, AX; \
+	ADDQ $4, R14; \
+	DECQ R15; \
+	JNZ vpos; \
+	LEAQ (DI)(CX*1), AX; \
+	OSTORE(Z0, Z1, Z2, Z3); \
+	OSTORE(Z4, Z5, Z6, Z7); \
+	OSTORE(Z8, Z9, Z10, Z11); \
+	OSTORE(Z12, Z13, Z14, Z15); \
+	ADDQ $vstep, R8; \
+	ADDQ $256, CX; \
+	CMPQ CX, BX; \
+	JLT vchunk; \
+vdone: \
+	VZEROUPPER; \
+	RET
+
+// NOSCALE: float32 values have no scales to ready or apply.
+#define NOSCALE
+
+// VFIRST points R10 at the first position's value scale.
+#define VFIRST MOVQ vs+56(FP), R10
+
+// VSCALE multiplies the heads' weights by position τ's value scale at R10
+// and moves R10 on to the next position's.
+#define VSCALE \
+	VBROADCASTSS (R10), Z24; \
+	VMULPS Z24, Z20, Z20; \
+	VMULPS Z24, Z21, Z21; \
+	VMULPS Z24, Z22, Z22; \
+	VMULPS Z24, Z23, Z23; \
+	ADDQ vstride+64(FP), R10
+
+// VLOAD32 loads position τ's 64 float32 values at AX.
+#define VLOAD32 \
+	VMOVUPS (AX), Z16; \
+	VMOVUPS 64(AX), Z17; \
+	VMOVUPS 128(AX), Z18; \
+	VMOVUPS 192(AX), Z19
+
+// VLOADI8 widens position τ's 64 int8 values at AX to float32 (exact,
+// as ldI8).
+#define VLOADI8 \
+	VPMOVSXBD (AX), Z16; \
+	VPMOVSXBD 16(AX), Z17; \
+	VPMOVSXBD 32(AX), Z18; \
+	VPMOVSXBD 48(AX), Z19; \
+	VCVTDQ2PS Z16, Z16; \
+	VCVTDQ2PS Z17, Z17; \
+	VCVTDQ2PS Z18, Z18; \
+	VCVTDQ2PS Z19, Z19
 
 // func scores16x16(w, q, k unsafe.Pointer, groups, stride, d, heads, wstep int)
 //
@@ -294,93 +411,26 @@ hdone:
 	VZEROUPPER
 	RET
 
-// HEAD4 adds w_i[τ] (broadcast in p) times the 64 columns of v_τ in
-// Z16–Z19 to head i's accumulators o0…o3: a product, then a sum, as
-// attendValues (axpy's operations).
-#define HEAD4(p, o0, o1, o2, o3) \
-	VMULPS Z16, p, Z24; \
-	VMULPS Z17, p, Z25; \
-	VMULPS Z18, p, Z26; \
-	VMULPS Z19, p, Z27; \
-	VADDPS Z24, o0, o0; \
-	VADDPS Z25, o1, o1; \
-	VADDPS Z26, o2, o2; \
-	VADDPS Z27, o3, o3
-
 // func values4x16(o, w, v unsafe.Pointer, n, stride, d, wstep int)
 //
 // For four query heads i that read the same values (a KV head's):
-// o_i[c] = Σ_τ w_i[τ]·v_τ[c] over τ < n (n ≥ 1), o_i at o + 4·d·i bytes,
-// w_i at w + wstep·i bytes, v_τ at v + 4·stride·τ bytes, d floats (a
-// multiple of 64). Per chunk of 64 columns, each head's four
-// accumulators take every position's product and then its sum in τ
-// order: attendValues' operations, so each head gets its bits, while a
-// row of values is loaded once for the four.
+// o_i[c] = Σ_τ w_i[τ]·v_τ[c] over τ < n, o_i at o + 4·d·i bytes, w_i at
+// w + wstep·i bytes, v_τ at v + 4·stride·τ bytes, d floats (a multiple of
+// 64). Per chunk of 64 columns, each head's four accumulators take every
+// position's product and then its sum in τ order: attendValues'
+// operations, so each head gets its bits, while a row of values is
+// loaded once for the four.
 TEXT ·values4x16(SB), NOSPLIT, $0-56
-	MOVQ o+0(FP), DI
-	MOVQ w+8(FP), SI
-	MOVQ v+16(FP), R8
-	MOVQ n+24(FP), DX
-	MOVQ stride+32(FP), R9
-	MOVQ d+40(FP), BX
-	MOVQ wstep+48(FP), R10
+	VPROLOGUE
 	SHLQ $2, R9 // bytes between positions
-	SHLQ $2, BX // bytes of a row
-	LEAQ (SI)(R10*1), R11 // w_1
-	LEAQ (SI)(R10*2), R12 // w_2
-	LEAQ (R11)(R10*2), R13 // w_3
-	TESTQ DX, DX
-	JLE vdone
-	XORQ CX, CX
+	VALUES4(VLOAD32, NOSCALE, NOSCALE, 256)
 
-vchunk:
-	ZERO16
-	MOVQ R8, AX
-	XORQ R14, R14
-	MOVQ DX, R15
-
-vpos:
-	VMOVUPS (AX)(CX*1), Z16
-	VMOVUPS 64(AX)(CX*1), Z17
-	VMOVUPS 128(AX)(CX*1), Z18
-	VMOVUPS 192(AX)(CX*1), Z19
-	VBROADCASTSS (SI)(R14*1), Z20
-	VBROADCASTSS (R11)(R14*1), Z21
-	VBROADCASTSS (R12)(R14*1), Z22
-	VBROADCASTSS (R13)(R14*1), Z23
-	HEAD4(Z20, Z0, Z1, Z2, Z3)
-	HEAD4(Z21, Z4, Z5, Z6, Z7)
-	HEAD4(Z22, Z8, Z9, Z10, Z11)
-	HEAD4(Z23, Z12, Z13, Z14, Z15)
-	ADDQ R9, AX
-	ADDQ $4, R14
-	DECQ R15
-	JNZ vpos
-
-	LEAQ (DI)(CX*1), AX // head 0's chunk, then heads 1…3 a row apart
-	VMOVUPS Z0, (AX)
-	VMOVUPS Z1, 64(AX)
-	VMOVUPS Z2, 128(AX)
-	VMOVUPS Z3, 192(AX)
-	ADDQ BX, AX
-	VMOVUPS Z4, (AX)
-	VMOVUPS Z5, 64(AX)
-	VMOVUPS Z6, 128(AX)
-	VMOVUPS Z7, 192(AX)
-	ADDQ BX, AX
-	VMOVUPS Z8, (AX)
-	VMOVUPS Z9, 64(AX)
-	VMOVUPS Z10, 128(AX)
-	VMOVUPS Z11, 192(AX)
-	ADDQ BX, AX
-	VMOVUPS Z12, (AX)
-	VMOVUPS Z13, 64(AX)
-	VMOVUPS Z14, 128(AX)
-	VMOVUPS Z15, 192(AX)
-	ADDQ $256, CX
-	CMPQ CX, BX
-	JLT vchunk
-
-vdone:
-	VZEROUPPER
-	RET
+// func valuesI8x16(o, w, v unsafe.Pointer, n, stride, d, wstep int, vs unsafe.Pointer, vstride int)
+//
+// values4x16 for the int8 KV cache's values: v_τ at v + stride·τ bytes,
+// d int8 values widened exactly to float32, each weight w_i[τ] times the
+// position's scale at vs + 4·vstride·τ bytes first (attendValuesInt8's c,
+// rounded as it rounds it).
+TEXT ·valuesI8x16(SB), NOSPLIT, $0-72
+	VPROLOGUE
+	VALUES4(VLOADI8, VFIRST, VSCALE, 64)

@@ -16,6 +16,9 @@ func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool 
 
 func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool { return false }
 func values4(o, w []float32, ws int, V []float32, n, stride, off int) bool   { return false }
+func valuesI8(o, w []float32, ws int, V []int8, vs []float32, n, stride, off, hk, hkv int) bool {
+	return false
+}
 func attendScoresHeads(w []float32, ws int, q, K []float32, heads, n, stride, off int, scale float32) bool {
 	return false
 }

@@ -307,6 +307,26 @@ func values4(o, w []float32, ws int, V []float32, n, stride, off int) bool {
 //go:noescape
 func values4x16(o, w, v unsafe.Pointer, n, stride, d, wstep int)
 
+// valuesI8 is attendValuesInt8 for four query heads that read the same
+// int8 values (KV head hk of hkv) by valuesI8x16, each head with its bits
+// (each weight times its position's value scale, then the sums in
+// attendValuesInt8's order); unlike attendValuesInt8 it leaves w as it
+// is. It reports whether it ran.
+func valuesI8(o, w []float32, ws int, V []int8, vs []float32, n, stride, off, hk, hkv int) bool {
+	D := len(o) / 4
+	if !vecReady || D%64 != 0 || n < 1 {
+		return false
+	}
+	_ = V[(n-1)*stride+off:][:D] // the last row the kernel reads
+	_ = vs[(n-1)*hkv+hk]
+	_ = w[3*ws:][:n]
+	valuesI8x16(unsafe.Pointer(&o[0]), unsafe.Pointer(&w[0]), unsafe.Pointer(&V[off]), n, stride, D, 4*ws, unsafe.Pointer(&vs[hk]), 4*hkv)
+	return true
+}
+
+//go:noescape
+func valuesI8x16(o, w, v unsafe.Pointer, n, stride, d, wstep int, vs unsafe.Pointer, vstride int)
+
 // scores16x16 is scores16's kernel for τ < 16·groups (scores_amd64.s):
 // q_i at q + 4·d·i bytes, w_i at w + wstep·i bytes, k_τ at k +
 // 4·stride·τ bytes, d floats (a multiple of 64).

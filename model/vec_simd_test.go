@@ -212,8 +212,9 @@ func checkScores(t *testing.T, keys string, D, n, heads, ws int, wa, wg []float3
 	}
 }
 
-// TestValues4: the four-head weighted sum (values4x16) gives each head
-// attendValues' bits, for n = 1…20 and 130 positions, D = 64, 128 and
+// TestValues4: the four-head weighted sums (values4x16, and valuesI8x16
+// for the int8 cache's values and scales) give each head attendValues'
+// (attendValuesInt8's) bits, for n = 1…20 and 130 positions, D = 64, 128 and
 // 256, value rows at a stride wider than D from an offset, and 4, 5 and
 // 8 heads (a remainder runs head by head).
 func TestValues4(t *testing.T) {
@@ -248,6 +249,25 @@ func TestValues4(t *testing.T) {
 						t.Fatalf("D=%d n=%d heads=%d: o[%d] = %v, head by head %v", D, n, heads, i, oa[i], og[i])
 					}
 				}
+				// The int8 cache's values: KV head 1 of 3 (V8 at stride
+				// 3·D from offset D), one scale per position and KV head.
+				V8, vs := make([]int8, len(V)), make([]float32, 3*n)
+				for i := range V8 {
+					V8[i] = int8(g.IntN(256) - 128)
+				}
+				for i := range vs {
+					vs[i] = float32(g.Float64() / 100)
+				}
+				wa, wg := append([]float32(nil), w...), append([]float32(nil), w...)
+				attendValuesInt8Heads(oa, wa, ws, V8, vs, heads, n, stride, off, 1, 3)
+				for i := range heads {
+					attendValuesInt8(og[i*D:(i+1)*D], wg[i*ws:], V8, vs, n, stride, off, 1, 3)
+				}
+				for i := range oa {
+					if math.Float32bits(oa[i]) != math.Float32bits(og[i]) {
+						t.Fatalf("int8 values, D=%d n=%d heads=%d: o[%d] = %v, head by head %v", D, n, heads, i, oa[i], og[i])
+					}
+				}
 			}
 		}
 	}
@@ -259,7 +279,7 @@ func TestValues4(t *testing.T) {
 // their softmax, by scores16x16 and by the one-position loop it replaced
 // (the peer, in the same run), the same for fp16 keys (the int8 KV
 // cache's), then the weighted sums, four heads a row of
-// values (values4x16) and head by head.
+// values (values4x16, valuesI8x16 for int8 values) and head by head.
 func BenchmarkAttendHeads(b *testing.B) {
 	if !vecReady {
 		b.Skip("no AVX-512: the vector kernels do not run")
@@ -304,6 +324,25 @@ func BenchmarkAttendHeads(b *testing.B) {
 		for b.Loop() {
 			for i := range heads {
 				attendValues(o[i*D:(i+1)*D], w[i*ws:], V, n, D, 0)
+			}
+		}
+	})
+	V8, vs := make([]int8, n*D), make([]float32, n)
+	for i := range V8 {
+		V8[i] = int8(g.IntN(256) - 128)
+	}
+	for i := range vs {
+		vs[i] = 1 // weights stay as they are, call after call
+	}
+	b.Run("valuesInt8/kernel=true", func(b *testing.B) {
+		for b.Loop() {
+			attendValuesInt8Heads(o, w, ws, V8, vs, heads, n, D, 0, 0, 1)
+		}
+	})
+	b.Run("valuesInt8/kernel=false", func(b *testing.B) {
+		for b.Loop() {
+			for i := range heads {
+				attendValuesInt8(o[i*D:(i+1)*D], w[i*ws:], V8, vs, n, D, 0, 0, 1)
 			}
 		}
 	})
