@@ -92,10 +92,12 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 			a.attendStep(c, s.pos+s.pend+t, t, ls, sc)
 		}
 	} else {
-		tensor.Parallel(T*hq, func(lo, hi int) {
-			scores := make([]float32, s.pos+T+32)
+		hk, rq, ws := c.KVHeads, hq/c.KVHeads, s.pos+T+32
+		tensor.Parallel(T*hk, func(lo, hi int) { // (row, KV head) pairs
+			scores := make([]float32, rq*ws)
 			for i := lo; i < hi; i++ {
-				a.attendRow(c, s.pos, ls, sc, i/hq, i%hq, scores)
+				h0 := (i % hk) * rq
+				a.attendRowHeads(c, s.pos, ls, sc, i/hk, h0, h0+rq, scores, ws)
 			}
 		})
 	}
@@ -139,36 +141,38 @@ type attJob struct {
 }
 
 func (j *attJob) heads(lo, hi int) {
-	c, sc := j.c, j.sc
-	D, kvw, ws := c.HeadDim, c.KVHeads*c.HeadDim, j.pos+32
-	scale := float32(1 / math.Sqrt(float64(D)))
-	rq := c.Heads / c.KVHeads
-	// Every head's scores, then every head's values: the heads of a KV
-	// head read its keys (then values) while they are still in L1.
-	kq := &j.ls.q // the int8 cache (keys fp16, values int8), when kq.k != nil
+	rq, ws := j.c.Heads/j.c.KVHeads, j.pos+32
 	for h := lo; h < hi; {
 		e := min(hi, (h/rq+1)*rq) // the query heads of h's KV head
-		var ok bool
-		if kq.k != nil {
-			ok = attendScoresF16Heads(sc.scores[h*ws:], ws, sc.q.Row(j.t)[h*D:e*D], kq.k, e-h, j.pos+1, kvw, (h/rq)*D, scale)
-		} else {
-			ok = attendScoresHeads(sc.scores[h*ws:], ws, sc.q.Row(j.t)[h*D:e*D], j.ls.k, e-h, j.pos+1, kvw, (h/rq)*D, scale)
-		}
-		if !ok {
-			j.a.attend(c, j.pos-j.t, j.ls, sc, j.t, lo, hi, sc.scores[lo*ws:])
+		j.a.attendRowHeads(j.c, j.pos-j.t, j.ls, j.sc, j.t, h, e, j.sc.scores[h*ws:], ws)
+		h = e
+	}
+}
+
+// attendRowHeads is attend for call row t (at position pos+t) and query
+// heads [h0, h1) of one KV head by a decode step's vector kernels where
+// this build has them: the heads' scores (attendScoresHeads, or its fp16
+// twin), each head's ws floats apart in scores (pos+t+33 floats each),
+// then their weighted sums (attendValuesHeads, attendValuesInt8Heads),
+// while the KV head's keys and values are in cache; by attend otherwise.
+// A decode step runs it for its heads, a prompt for each of its rows, so
+// that a prompt's rows get the attention a decode step at their position
+// computes.
+func (a *attention) attendRowHeads(c *Config, pos int, ls *layerState, sc *scratch, t, h0, h1 int, scores []float32, ws int) {
+	D, kvw, rq := c.HeadDim, c.KVHeads*c.HeadDim, c.Heads/c.KVHeads
+	n, off, hk := pos+t+1, (h0/rq)*D, h0/rq
+	scale := float32(1 / math.Sqrt(float64(D)))
+	q, o := sc.q.Row(t)[h0*D:h1*D], sc.att.Row(t)[h0*D:h1*D]
+	if kq := &ls.q; kq.k != nil { // the int8 cache: keys fp16, values int8
+		if attendScoresF16Heads(scores, ws, q, kq.k, h1-h0, n, kvw, off, scale) {
+			attendValuesInt8Heads(o, scores, ws, kq.v, kq.vs, h1-h0, n, kvw, off, hk, c.KVHeads)
 			return
 		}
-		h = e
+	} else if attendScoresHeads(scores, ws, q, ls.k, h1-h0, n, kvw, off, scale) {
+		attendValuesHeads(o, scores, ws, ls.v, h1-h0, n, kvw, off)
+		return
 	}
-	for h := lo; h < hi; {
-		e := min(hi, (h/rq+1)*rq)
-		if kq.k != nil {
-			attendValuesInt8Heads(sc.att.Row(j.t)[h*D:e*D], sc.scores[h*ws:], ws, kq.v, kq.vs, e-h, j.pos+1, kvw, (h/rq)*D, h/rq, c.KVHeads)
-		} else {
-			attendValuesHeads(sc.att.Row(j.t)[h*D:e*D], sc.scores[h*ws:], ws, j.ls.v, e-h, j.pos+1, kvw, (h/rq)*D)
-		}
-		h = e
-	}
+	a.attend(c, pos, ls, sc, t, h0, h1, scores)
 }
 
 // attendValuesInt8Heads is attendValuesHeads for the int8 cache's values
@@ -197,28 +201,6 @@ func attendValuesHeads(o, w []float32, ws int, V []float32, heads, n, stride, of
 	for ; i < heads; i++ {
 		attendValues(o[i*D:(i+1)*D], w[i*ws:], V, n, stride, off)
 	}
-}
-
-// attendRow is attend for call row t and query head h by a decode step's
-// vector kernels where this build has them (attendScores, attendValues
-// and their int8-cache twins), so that a prompt's rows get the attention
-// a decode step at their position computes; by attend otherwise. scores
-// needs pos+t+33 floats.
-func (a *attention) attendRow(c *Config, pos int, ls *layerState, sc *scratch, t, h int, scores []float32) {
-	D, kvw, rq := c.HeadDim, c.KVHeads*c.HeadDim, c.Heads/c.KVHeads
-	n, off := pos+t+1, (h/rq)*D
-	scale := float32(1 / math.Sqrt(float64(D)))
-	q, o := sc.q.Row(t)[h*D:(h+1)*D], sc.att.Row(t)[h*D:(h+1)*D]
-	if kq := &ls.q; kq.k != nil {
-		if attendScoresF16(scores, q, kq.k, n, kvw, off, scale) {
-			attendValuesInt8(o, scores, kq.v, kq.vs, n, kvw, off, h/rq, c.KVHeads)
-			return
-		}
-	} else if attendScores(scores, q, ls.k, n, kvw, off, scale) {
-		attendValues(o, scores, ls.v, n, kvw, off)
-		return
-	}
-	a.attend(c, pos, ls, sc, t, h, h+1, scores)
 }
 
 // attend computes softmax(q·Kᵀ/√D)·V for call row t and query heads

@@ -237,9 +237,13 @@ func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool {
 
 // attendScoresHeads is attendScores for heads query heads that read the
 // same keys (a KV head's): q holds their queries one after another, w
-// their weights ws floats apart, and each head gets attendScores' bits.
+// their weights ws floats apart (each head's room, as attendScores needs
+// it: n rounded up to 16, plus 16), and each head gets attendScores' bits.
 func attendScoresHeads(w []float32, ws int, q, K []float32, heads, n, stride, off int, scale float32) bool {
 	D := len(q) / heads
+	if heads > 1 && ws < (n+15)&^15+16 {
+		return false // the heads' scores would overlap
+	}
 	if !vecReady || !scoresFit(w[(heads-1)*ws:], D, n) {
 		for i := range heads {
 			if !attendScores(w[i*ws:], q[i*D:(i+1)*D], K, n, stride, off, scale) {
@@ -350,6 +354,9 @@ func attendScoresF16(w, q []float32, K []uint16, n, stride, off int, scale float
 // attendScoresF16Heads is attendScoresHeads for keys in fp16.
 func attendScoresF16Heads(w []float32, ws int, q []float32, K []uint16, heads, n, stride, off int, scale float32) bool {
 	D := len(q) / heads
+	if heads > 1 && ws < (n+15)&^15+16 {
+		return false // the heads' scores would overlap
+	}
 	if !vecReady || !scoresFit(w[(heads-1)*ws:], D, n) {
 		for i := range heads {
 			if !attendScoresF16(w[i*ws:], q[i*D:(i+1)*D], K, n, stride, off, scale) {
