@@ -203,6 +203,26 @@ func attendValuesHeads(o, w []float32, ws int, V []float32, heads, n, stride, of
 	}
 }
 
+// sum64 is the softmax's denominator Σ w in float64, in four partial
+// sums (w[i] into sum i mod 4, then (s0 + s1) + (s2 + s3)): one running
+// sum waits ~4 cycles on each addition, four keep the adder busy. Every
+// build's attention sums this way (attend, softmaxScores and its AVX2
+// twin), so their weights stay the same bits.
+func sum64(w []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(w); i += 4 {
+		s0 += float64(w[i])
+		s1 += float64(w[i+1])
+		s2 += float64(w[i+2])
+		s3 += float64(w[i+3])
+	}
+	for ; i < len(w); i++ {
+		s0 += float64(w[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
 // attend computes softmax(q·Kᵀ/√D)·V for call row t and query heads
 // [h0, h1) over cache positions 0…pos+t (causal), into sc.att. Query head
 // h reads KV head ⌊h/r_q⌋ (docs/model.md §6.4). scores needs pos+t+1 floats.
@@ -226,12 +246,10 @@ func (a *attention) attend(c *Config, pos int, ls *layerState, sc *scratch, t, h
 			w[tau] = v
 			mx = max(mx, v)
 		}
-		var sum float64
 		for tau := range w {
-			e := decay32(w[tau] - mx)
-			w[tau] = e
-			sum += float64(e)
+			w[tau] = decay32(w[tau] - mx)
 		}
+		sum := sum64(w)
 		o := sc.att.Row(t)[h*D : (h+1)*D]
 		clear(o)
 		inv := float32(1 / sum)

@@ -157,10 +157,7 @@ func softmaxScores8(w []float32, n int, scale float32) {
 		st8(w[t0:], zero.Merge(exp32x8(x, &c), x.Less(lo))) // decay32
 	}
 	archsimd.ClearAVXUpperBits()
-	var sum float64
-	for _, e := range w[:n] {
-		sum += float64(e)
-	}
+	sum := sum64(w[:n])
 	inv := bc8(float32(1 / sum))
 	for t0 := 0; t0 < nw; t0 += 8 {
 		st8(w[t0:], ld8(w[t0:]).Mul(inv))

@@ -456,10 +456,7 @@ func softmaxScores(w []float32, n int, scale float32) {
 		st16(w[t0:], decay16(ld16(w[t0:]).Sub(mv)))
 	}
 	archsimd.ClearAVXUpperBits()
-	var sum float64
-	for _, e := range w[:n] {
-		sum += float64(e)
-	}
+	sum := sum64(w[:n])
 	inv := bc16(float32(1 / sum))
 	for t0 := 0; t0 < nw; t0 += 16 {
 		st16(w[t0:], ld16(w[t0:]).Mul(inv))
