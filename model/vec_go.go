@@ -14,15 +14,11 @@ func addFast(y, a []float32) int                                                
 func axpyFast(y []float32, a float32, x []float32) int                          { return 0 }
 func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool { return false }
 
-func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool { return false }
-func values4(o, w []float32, ws int, V []float32, n, stride, off int) bool   { return false }
+func values4(o, w []float32, ws int, V []float32, n, stride, off int) bool { return false }
 func valuesI8(o, w []float32, ws int, V []int8, vs []float32, n, stride, off, hk, hkv int) bool {
 	return false
 }
 func attendScoresHeads(w []float32, ws int, q, K []float32, heads, n, stride, off int, scale float32) bool {
-	return false
-}
-func attendScoresF16(w, q []float32, K []uint16, n, stride, off int, scale float32) bool {
 	return false
 }
 func attendScoresF16Heads(w []float32, ws int, q []float32, K []uint16, heads, n, stride, off int, scale float32) bool {
@@ -30,7 +26,7 @@ func attendScoresF16Heads(w []float32, ws int, q []float32, K []uint16, heads, n
 }
 
 // attendValues sets o to Σ_τ w[τ]·v_τ (attend's weighted sum; it only
-// runs after attendScores, which this build does not have).
+// runs after attendScoresHeads, which this build does not have).
 func attendValues(o, w, V []float32, n, stride, off int) {
 	clear(o)
 	for tau, e := range w[:n] {
@@ -39,7 +35,7 @@ func attendValues(o, w, V []float32, n, stride, off int) {
 }
 
 // attendValuesInt8 is attend's int8 weighted sum (it only runs after
-// attendScoresF16, which this build does not have).
+// attendScoresF16Heads, which this build does not have).
 func attendValuesInt8(o, w []float32, V []int8, vs []float32, n, stride, off, hk, hkv int) {
 	clear(o)
 	for tau, e := range w[:n] {
