@@ -207,30 +207,31 @@ func (j *stepJob) all(d *deltaNet, c *Config, sc *scratch, ls *layerState, rows,
 func (j *stepJob) heads(lo, hi int) {
 	for h := lo; h < hi; h++ {
 		if j.rows == 0 {
-			j.d.stepHead(j.c, j.sc, j.ls.rec, h, j.row)
+			j.d.stepHead(j.c, j.sc, j.ls.rec, j.ls.rec, h, j.row)
 			continue
 		}
-		if j.ls.wfresh { // a verify block's first rows: this head's working copy (ruleRows)
-			n := j.c.KeyDim * j.c.ValueDim
-			copy(j.ls.wrec[h*n:(h+1)*n], j.ls.rec[h*n:(h+1)*n])
-		}
 		for t := range j.rows {
-			j.d.stepHead(j.c, j.sc, j.ls.wrec, h, t)
+			src := j.ls.wrec
+			if t == 0 && j.ls.wfresh { // a verify block's first row: from the committed state (ruleRows)
+				src = j.ls.rec
+			}
+			j.d.stepHead(j.c, j.sc, j.ls.wrec, src, h, t)
 		}
 	}
 }
 
-// stepHead runs value head h's recurrent step for row t of the call on
-// the state rec.
-func (d *deltaNet) stepHead(c *Config, sc *scratch, rec []float32, h, t int) {
+// stepHead runs value head h's recurrent step for row t of the call from
+// the state src into rec (the same state but for a verify block's first
+// row).
+func (d *deltaNet) stepHead(c *Config, sc *scratch, rec, src []float32, h, t int) {
 	dk, dv, kt := c.KeyDim, c.ValueDim, c.KeyTotal()
 	kh := h / (c.ValueHeads / c.KeyHeads) // grouped: value head h uses key head ⌊h/r_v⌋ (docs/model.md §3.3.4)
 	row := sc.xc.Row(t)
 	q := row[kh*dk : (kh+1)*dk]
 	k := row[kt+kh*dk : kt+(kh+1)*dk]
 	v := row[2*kt+h*dv : 2*kt+(h+1)*dv]
-	S := rec[h*dk*dv : (h+1)*dk*dv]
-	deltaStep(S, q, k, v, sc.ga.Row(t)[h], sc.gb.Row(t)[h], sc.o.Row(t)[h*dv:(h+1)*dv], sc.w[h*dv:(h+1)*dv])
+	S, from := rec[h*dk*dv:(h+1)*dk*dv], src[h*dk*dv:(h+1)*dk*dv]
+	deltaStepFrom(S, from, q, k, v, sc.ga.Row(t)[h], sc.gb.Row(t)[h], sc.o.Row(t)[h*dv:(h+1)*dv], sc.w[h*dv:(h+1)*dv])
 }
 
 // chunkHead gathers head h's q, k, v, g, β rows chunk by chunk into

@@ -10,22 +10,30 @@ package model
 //
 // w is dv floats of scratch. o is written, not accumulated.
 func deltaStep(S, q, k, v []float32, g, beta float32, o, w []float32) {
-	alpha := decay(float64(g))
-	if deltaStepFast(S, q, k, v, alpha, beta, o) {
-		return
-	}
-	deltaStepGo(S, q, k, v, alpha, beta, o, w)
+	deltaStepFrom(S, S, q, k, v, g, beta, o, w)
 }
 
-// deltaStepGo is deltaStep's scalar recurrence, with α = e^g (the
+// deltaStepFrom is deltaStep from the state src into S (src = S: in
+// place): S ← e^g·src first, then as deltaStep; src is only read (the
+// first row of a verify block reads the committed state and writes the
+// working one, verify.go).
+func deltaStepFrom(S, src, q, k, v []float32, g, beta float32, o, w []float32) {
+	alpha := decay(float64(g))
+	if deltaStepFast(S, src, q, k, v, alpha, beta, o) {
+		return
+	}
+	deltaStepGo(S, src, q, k, v, alpha, beta, o, w)
+}
+
+// deltaStepGo is deltaStepFrom's scalar recurrence, with α = e^g (the
 // reference twin of deltaStepFast).
-func deltaStepGo(S, q, k, v []float32, alpha, beta float32, o, w []float32) {
+func deltaStepGo(S, src, q, k, v []float32, alpha, beta float32, o, w []float32) {
 	dv := len(v)
 	clear(w)
 	for i, ki := range k {
-		row := S[i*dv : (i+1)*dv]
+		row, from := S[i*dv:(i+1)*dv], src[i*dv:(i+1)*dv]
 		for j := range row {
-			row[j] *= alpha
+			row[j] = from[j] * alpha
 			w[j] += ki * row[j]
 		}
 	}

@@ -50,7 +50,7 @@ type layerState struct {
 	// conv and recurrent state they ran on, and their inputs, from which
 	// Commit replays an accepted prefix onto conv and rec.
 	wconv, wrec []float32
-	wfresh      bool      // wrec is yet to be copied from rec, head by head, as the rule reaches it
+	wfresh      bool      // wrec is yet to be written: the next row steps from rec into it
 	px0, pxc    []float32 // [pend][convDim] raw rows, conv'd rows (q, k, v as the rule took them)
 	pg, pb      []float32 // [pend][Hv] decay g and β
 }

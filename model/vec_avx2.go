@@ -174,21 +174,21 @@ func add8(y, a []float32) int {
 // DRAM was read and written at half the speed (BenchmarkDeltaStep,
 // 16.6 → 9.0 µs a 128×128 head on an AMD EPYC); 64 columns a pass were no
 // faster than 32.
-func deltaStep8(S, q, k, v []float32, alpha, beta float32, o []float32) bool {
+func deltaStep8(S, src, q, k, v []float32, alpha, beta float32, o []float32) bool {
 	dk, dv := len(k), len(v)
 	if !vec2Ready || dv%8 != 0 {
 		return false
 	}
-	S = S[:dk*dv]
+	S, src = S[:dk*dv], src[:dk*dv]
 	q = q[:dk]
 	a, b := bc8(alpha), bc8(beta)
 	c := 0
 	for ; c+32 <= dv; c += 32 {
 		var w0, w1, w2, w3 f32x8
 		for i, ki := range k {
-			row := S[i*dv+c:][:32]
-			r0, r1 := ld8(row).Mul(a), ld8(row[8:]).Mul(a)
-			r2, r3 := ld8(row[16:]).Mul(a), ld8(row[24:]).Mul(a)
+			row, from := S[i*dv+c:][:32], src[i*dv+c:][:32]
+			r0, r1 := ld8(from).Mul(a), ld8(from[8:]).Mul(a)
+			r2, r3 := ld8(from[16:]).Mul(a), ld8(from[24:]).Mul(a)
 			st8(row, r0)
 			st8(row[8:], r1)
 			st8(row[16:], r2)
@@ -220,8 +220,8 @@ func deltaStep8(S, q, k, v []float32, alpha, beta float32, o []float32) bool {
 	for ; c+16 <= dv; c += 16 {
 		var w0, w1 f32x8
 		for i, ki := range k {
-			row := S[i*dv+c:][:16]
-			r0, r1 := ld8(row).Mul(a), ld8(row[8:]).Mul(a)
+			row, from := S[i*dv+c:][:16], src[i*dv+c:][:16]
+			r0, r1 := ld8(from).Mul(a), ld8(from[8:]).Mul(a)
 			st8(row, r0)
 			st8(row[8:], r1)
 			kb := bc8(ki)
@@ -244,7 +244,7 @@ func deltaStep8(S, q, k, v []float32, alpha, beta float32, o []float32) bool {
 		var w f32x8
 		for i, ki := range k {
 			row := S[i*dv+c:]
-			r := ld8(row).Mul(a)
+			r := ld8(src[i*dv+c:]).Mul(a)
 			st8(row, r)
 			w = w.Add(bc8(ki).Mul(r))
 		}

@@ -5,14 +5,14 @@ package model
 // Without GOEXPERIMENT=simd on amd64 there are no vector kernels: each
 // reports that it did nothing and the scalar loops of vec.go run.
 
-func swigluFast(g, up []float32) int                                            { return 0 }
-func siluFast(x []float32) int                                                  { return 0 }
-func mulSiluFast(o, z []float32) int                                            { return 0 }
-func mulSigmoidFast(o, g []float32) int                                         { return 0 }
-func mulAddFast(y, a, b []float32) int                                          { return 0 }
-func addFast(y, a []float32) int                                                { return 0 }
-func axpyFast(y []float32, a float32, x []float32) int                          { return 0 }
-func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool { return false }
+func swigluFast(g, up []float32) int                                                 { return 0 }
+func siluFast(x []float32) int                                                       { return 0 }
+func mulSiluFast(o, z []float32) int                                                 { return 0 }
+func mulSigmoidFast(o, g []float32) int                                              { return 0 }
+func mulAddFast(y, a, b []float32) int                                               { return 0 }
+func addFast(y, a []float32) int                                                     { return 0 }
+func axpyFast(y []float32, a float32, x []float32) int                               { return 0 }
+func deltaStepFast(S, src, q, k, v []float32, alpha, beta float32, o []float32) bool { return false }
 
 func values4(o, w []float32, ws int, V []float32, n, stride, off int) bool { return false }
 func valuesI8(o, w []float32, ws int, V []int8, vs []float32, n, stride, off, hk, hkv int) bool {

@@ -153,24 +153,24 @@ func addFast(y, a []float32) int {
 	return i
 }
 
-// deltaStepFast is deltaStep's recurrence (α = e^g already computed) on
+// deltaStepFast is deltaStepFrom's recurrence (α = e^g already computed) on
 // 16 columns of S at a time: every column's sums run over the key rows in
 // deltaStep's order, so the results are its own. It needs dv a multiple
 // of 16 and reports whether it ran.
-func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool {
+func deltaStepFast(S, src, q, k, v []float32, alpha, beta float32, o []float32) bool {
 	dk, dv := len(k), len(v)
 	if !vecReady || dv%16 != 0 {
-		return deltaStep8(S, q, k, v, alpha, beta, o)
+		return deltaStep8(S, src, q, k, v, alpha, beta, o)
 	}
-	S = S[:dk*dv]
+	S, src = S[:dk*dv], src[:dk*dv]
 	q = q[:dk]
 	a, b := bc16(alpha), bc16(beta)
 	c := 0
 	for ; c+32 <= dv; c += 32 { // 32 columns a pass: one broadcast of k_i, q_i per row for two vectors
 		var w0, w1 f32x16
 		for i, ki := range k {
-			row := S[i*dv+c:][:32]
-			r0, r1 := ld16(row).Mul(a), ld16(row[16:]).Mul(a)
+			row, from := S[i*dv+c:][:32], src[i*dv+c:][:32]
+			r0, r1 := ld16(from).Mul(a), ld16(from[16:]).Mul(a)
 			st16(row, r0)
 			st16(row[16:], r1)
 			kb := bc16(ki)
@@ -193,7 +193,7 @@ func deltaStepFast(S, q, k, v []float32, alpha, beta float32, o []float32) bool 
 		var w f32x16
 		for i, ki := range k {
 			row := S[i*dv+c:]
-			r := ld16(row).Mul(a)
+			r := ld16(src[i*dv+c:]).Mul(a)
 			st16(row, r)
 			w = w.Add(bc16(ki).Mul(r))
 		}

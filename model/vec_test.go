@@ -67,7 +67,9 @@ func TestVecElementwise(t *testing.T) {
 
 // TestDeltaStepTwins: deltaStep (the vector kernel where the build has
 // one) leaves the same state and output bits as the scalar recurrence,
-// for value widths with and without whole vectors, over several steps.
+// for value widths with and without whole vectors, over several steps;
+// deltaStepFrom from a copy of the state into another gives the same bits
+// and leaves its source as it was.
 func TestDeltaStepTwins(t *testing.T) {
 	g := rand.New(rand.NewPCG(5, 6))
 	for _, dims := range [][2]int{{32, 32}, {16, 48}, {8, 56}, {8, 20}, {128, 128}} {
@@ -88,8 +90,26 @@ func TestDeltaStepTwins(t *testing.T) {
 				v[i] = float32(g.NormFloat64())
 			}
 			gl, beta := float32(-g.Float64()*3), float32(g.Float64())
+			prev, kept := append([]float32(nil), S1...), append([]float32(nil), S1...)
 			deltaStep(S1, q, k, v, gl, beta, o1, w)
-			deltaStepGo(S2, q, k, v, decay(float64(gl)), beta, o2, w)
+			deltaStepGo(S2, S2, q, k, v, decay(float64(gl)), beta, o2, w)
+			// From another state: a stale S3 stepped from prev gets S1's
+			// bits, and prev is only read.
+			S3, o3 := make([]float32, dk*dv), make([]float32, dv)
+			for i := range S3 {
+				S3[i] = 7
+			}
+			deltaStepFrom(S3, prev, q, k, v, gl, beta, o3, w)
+			for i := range S3 {
+				if !sameBits(S3[i], S1[i]) || !sameBits(prev[i], kept[i]) {
+					t.Fatalf("dk %d dv %d step %d: from another state S[%d] = %v (in place %v), its source %v (was %v)", dk, dv, step, i, S3[i], S1[i], prev[i], kept[i])
+				}
+			}
+			for i := range o3 {
+				if !sameBits(o3[i], o1[i]) {
+					t.Fatalf("dk %d dv %d step %d: from another state o[%d] = %v, in place %v", dk, dv, step, i, o3[i], o1[i])
+				}
+			}
 			for i := range S1 {
 				if !sameBits(S1[i], S2[i]) {
 					t.Fatalf("dk %d dv %d step %d: S[%d] = %v, scalar %v", dk, dv, step, i, S1[i], S2[i])

@@ -23,10 +23,11 @@ import (
 //
 // Rejected rows never reach the State. The KV caches take all T rows
 // (row t attends to the rows before it) and Commit truncates them; each
-// DeltaNet layer runs its rows on working copies of its conv and
-// recurrent state, made once per block (one read and one write of the
-// state, what a single decode step costs; each head's as the rule
-// reaches it), and keeps the rows' inputs.
+// DeltaNet layer runs its rows on a working copy of its conv window and
+// a working recurrent state, which the block's first row writes as it
+// steps from the committed state (no copy: the step that reads and
+// writes the state anyway reads one and writes the other), and keeps the
+// rows' inputs.
 // Commit(n) then either takes the working copies as they are (n = every
 // pending row: no work at all) or replays the n accepted rows' recurrent
 // steps onto the committed state (n steps of the rule, no products, no
@@ -55,7 +56,7 @@ func (m *Model) Verify(s *State, tokens []int) (*tensor.Matrix, error) {
 				if cap(ls.wrec) < len(ls.rec) {
 					ls.wrec = make([]float32, len(ls.rec))
 				}
-				ls.wrec, ls.wfresh = ls.wrec[:len(ls.rec)], true // copied by the rule (ruleRows)
+				ls.wrec, ls.wfresh = ls.wrec[:len(ls.rec)], true // written by the first row's step (ruleRows)
 			}
 		}
 	}
@@ -166,12 +167,13 @@ func (s *State) keepPending(ls *layerState) {
 
 // ruleRows is the delta rule of a verify block: every row's recurrent
 // step in turn on the working state, heads split over the pool as a
-// decode step splits them. The block's first call copies each head's
-// committed state into the working state just before that head's rows
-// run on it (stepJob.heads), on the core that runs them: the copy is
-// spread over the cores and leaves the head in cache for its rows, where
-// a copy of the whole state at the start of the block ran on one core
-// (~2.5 ms of a ~50 ms block of eight rows of the synth-1.4b, BENCHMARKS.md).
+// decode step splits them. In the block's first call the first row steps
+// from the committed state into the working one (stepJob.heads,
+// deltaStepFrom), so the working state is never copied. The copy of each
+// head before its rows cost ~5 ms of CPU a block of eight rows of the
+// synth-1.4b; most of that moved into the first row, which now fetches
+// the committed state itself (~1 ms of CPU a block saved, and 19 MB of
+// writes; BENCHMARKS.md).
 func (d *deltaNet) ruleRows(c *Config, s *State, ls *layerState) {
 	s.sc.step.all(d, c, &s.sc, ls, s.sc.xc.Rows, 0)
 	ls.wfresh = false
