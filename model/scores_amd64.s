@@ -131,6 +131,91 @@ GLOBL scorePerm<>(SB), RODATA|NOPTR, $64
 	VPERMPS Z0, Z30, Z0; \
 	VMOVUPS Z0, (DI)
 
+// ROWF16 is ROW8 for a row of fp16 keys at p + CX (two bytes a column),
+// widened exactly by VCVTPH2PS (as ldF16 widens them) into Z22–Z23 and
+// Z26–Z27, with q's 64 columns at Z16–Z19: attendScoresF16's two
+// accumulators, a for columns 0–15 and 32–47, b for the others.
+#define ROWF16(p, a, b) \
+	VCVTPH2PS (p)(CX*1), Z22; \
+	VCVTPH2PS 32(p)(CX*1), Z23; \
+	VCVTPH2PS 64(p)(CX*1), Z26; \
+	VCVTPH2PS 96(p)(CX*1), Z27; \
+	VFMADD231PS Z22, Z16, a; \
+	VFMADD231PS Z23, Z17, b; \
+	VFMADD231PS Z26, Z18, a; \
+	VFMADD231PS Z27, Z19, b
+
+// SCORES is the body of scores16x16 and scoresF16x16: row adds a key
+// row's products of 64 columns (q at Z16–Z19; the row at its pointer +
+// CX) to a position's two accumulators, kstep is the bytes of 64 keys,
+// and the keys' stride and row are shifted left by shift to bytes. q
+// moves on with SI (256 bytes a step), the keys with CX; 8(SP) holds the
+// bytes of a row of q, 0(SP) the heads left.
+#define SCORES(row, kstep, shift) \
+	MOVQ k+16(FP), R8; \
+	MOVQ stride+32(FP), R9; \
+	MOVQ d+40(FP), BX; \
+	SHLQ $shift, R9; \
+	MOVQ BX, CX; \
+	SHLQ $2, CX; \
+	MOVQ CX, 8(SP); \
+	SHLQ $shift, BX; \
+	VMOVDQU32 scorePerm<>(SB), Z30; \
+	CMPQ groups+24(FP), $0; \
+	JLE sdone; \
+	CMPQ heads+48(FP), $0; \
+	JLE sdone; \
+sgroup: \
+	MOVQ q+8(FP), SI; \
+	MOVQ w+0(FP), DI; \
+	MOVQ heads+48(FP), CX; \
+	MOVQ CX, 0(SP); \
+shead: \
+	MOVQ $2, DX; \
+shalf: \
+	ROWPTRS; \
+	ZERO16; \
+	XORQ CX, CX; \
+scol: \
+	VMOVUPS (SI), Z16; \
+	VMOVUPS 64(SI), Z17; \
+	VMOVUPS 128(SI), Z18; \
+	VMOVUPS 192(SI), Z19; \
+	row(R8, Z0, Z8); \
+	row(R10, Z1, Z9); \
+	row(R11, Z2, Z10); \
+	row(R12, Z3, Z11); \
+	row(R13, Z4, Z12); \
+	row(R14, Z5, Z13); \
+	row(R15, Z6, Z14); \
+	row(AX, Z7, Z15); \
+	ADDQ $256, SI; \
+	ADDQ $kstep, CX; \
+	CMPQ CX, BX; \
+	JLT scol; \
+	SUBQ 8(SP), SI; \
+	REDUCE8; \
+	LEAQ (R8)(R9*8), R8; \
+	DECQ DX; \
+	JNZ shalf; \
+	STORE16; \
+	MOVQ R9, CX; \
+	SHLQ $4, CX; \
+	SUBQ CX, R8; \
+	ADDQ 8(SP), SI; \
+	ADDQ wstep+56(FP), DI; \
+	DECQ 0(SP); \
+	JNZ shead; \
+	MOVQ R9, CX; \
+	SHLQ $4, CX; \
+	ADDQ CX, R8; \
+	ADDQ $64, w+0(FP); \
+	DECQ groups+24(FP); \
+	JNZ sgroup; \
+sdone: \
+	VZEROUPPER; \
+	RET
+
 // HEAD4 adds w_i[τ] (broadcast in p) times the 64 columns of v_τ in
 // Z16–Z19 to head i's accumulators o0…o3: a product, then a sum, as
 // attendValues (axpy's operations).
@@ -251,87 +336,8 @@ vdone: \
 // holds [p0, p1] of positions k and 4 + k. The two halves' vectors (Z21,
 // Z20) meet in a last PAIRS, whose lane 4k + m is position k + 4m;
 // VPERMPS by scorePerm orders them for one 64-byte store.
-TEXT ·scores16x16(SB), NOSPLIT, $8-64
-	MOVQ k+16(FP), R8
-	MOVQ stride+32(FP), R9
-	MOVQ d+40(FP), BX
-	SHLQ $2, R9 // bytes between positions
-	SHLQ $2, BX // bytes of a row
-	VMOVDQU32 scorePerm<>(SB), Z30
-	CMPQ groups+24(FP), $0
-	JLE sdone
-	CMPQ heads+48(FP), $0
-	JLE sdone
-
-sgroup:
-	MOVQ q+8(FP), SI
-	MOVQ w+0(FP), DI
-	MOVQ heads+48(FP), CX
-	MOVQ CX, 0(SP) // heads left
-
-shead:
-	MOVQ $2, DX
-
-shalf:
-	ROWPTRS
-	ZERO16
-	XORQ CX, CX
-
-scol:
-	VMOVUPS (SI)(CX*1), Z16
-	VMOVUPS 64(SI)(CX*1), Z17
-	VMOVUPS 128(SI)(CX*1), Z18
-	VMOVUPS 192(SI)(CX*1), Z19
-	ROW8(R8, Z0, Z8)
-	ROW8(R10, Z1, Z9)
-	ROW8(R11, Z2, Z10)
-	ROW8(R12, Z3, Z11)
-	ROW8(R13, Z4, Z12)
-	ROW8(R14, Z5, Z13)
-	ROW8(R15, Z6, Z14)
-	ROW8(AX, Z7, Z15)
-	ADDQ $256, CX
-	CMPQ CX, BX
-	JLT scol
-
-	REDUCE8
-	LEAQ (R8)(R9*8), R8
-	DECQ DX
-	JNZ shalf
-
-	STORE16
-	MOVQ R9, CX // back to the pass's first row for the next head
-	SHLQ $4, CX
-	SUBQ CX, R8
-	ADDQ BX, SI
-	ADDQ wstep+56(FP), DI
-	DECQ 0(SP)
-	JNZ shead
-
-	MOVQ R9, CX // the next pass's rows
-	SHLQ $4, CX
-	ADDQ CX, R8
-	ADDQ $64, w+0(FP)
-	DECQ groups+24(FP)
-	JNZ sgroup
-
-sdone:
-	VZEROUPPER
-	RET
-
-// ROWF16 is ROW8 for a row of fp16 keys at p + CX (two bytes a column),
-// widened exactly by VCVTPH2PS (as ldF16 widens them) into Z22–Z23 and
-// Z26–Z27, with q's 64 columns at Z16–Z19: attendScoresF16's two
-// accumulators, a for columns 0–15 and 32–47, b for the others.
-#define ROWF16(p, a, b) \
-	VCVTPH2PS (p)(CX*1), Z22; \
-	VCVTPH2PS 32(p)(CX*1), Z23; \
-	VCVTPH2PS 64(p)(CX*1), Z26; \
-	VCVTPH2PS 96(p)(CX*1), Z27; \
-	VFMADD231PS Z22, Z16, a; \
-	VFMADD231PS Z23, Z17, b; \
-	VFMADD231PS Z26, Z18, a; \
-	VFMADD231PS Z27, Z19, b
+TEXT ·scores16x16(SB), NOSPLIT, $16-64
+	SCORES(ROW8, 256, 2)
 
 // func scoresF16x16(w, q, k unsafe.Pointer, groups, stride, d, heads, wstep int)
 //
@@ -339,77 +345,8 @@ sdone:
 // 2·stride·τ bytes, d fp16 values (a multiple of 64). Per position, as
 // attendScoresF16: a gathers columns 32j … 32j+15 (fused multiply-adds in
 // column order), b columns 32j+16 … 32j+31, summed as storeScore sums.
-TEXT ·scoresF16x16(SB), NOSPLIT, $8-64
-	MOVQ k+16(FP), R8
-	MOVQ stride+32(FP), R9
-	MOVQ d+40(FP), BX
-	SHLQ $1, R9 // bytes between positions
-	SHLQ $1, BX // bytes of a row of keys
-	VMOVDQU32 scorePerm<>(SB), Z30
-	CMPQ groups+24(FP), $0
-	JLE hdone
-	CMPQ heads+48(FP), $0
-	JLE hdone
-
-hgroup:
-	MOVQ q+8(FP), SI
-	MOVQ w+0(FP), DI
-	MOVQ heads+48(FP), CX
-	MOVQ CX, 0(SP) // heads left
-
-hhead:
-	MOVQ $2, DX
-
-hhalf:
-	ROWPTRS
-	ZERO16
-	XORQ CX, CX
-
-hcol:
-	VMOVUPS (SI), Z16 // q advances with SI, the keys with CX
-	VMOVUPS 64(SI), Z17
-	VMOVUPS 128(SI), Z18
-	VMOVUPS 192(SI), Z19
-	ROWF16(R8, Z0, Z8)
-	ROWF16(R10, Z1, Z9)
-	ROWF16(R11, Z2, Z10)
-	ROWF16(R12, Z3, Z11)
-	ROWF16(R13, Z4, Z12)
-	ROWF16(R14, Z5, Z13)
-	ROWF16(R15, Z6, Z14)
-	ROWF16(AX, Z7, Z15)
-	ADDQ $256, SI
-	ADDQ $128, CX
-	CMPQ CX, BX
-	JLT hcol
-
-	SUBQ BX, SI // q's row again (4 bytes a column: twice the keys')
-	SUBQ BX, SI
-	REDUCE8
-	LEAQ (R8)(R9*8), R8
-	DECQ DX
-	JNZ hhalf
-
-	STORE16
-	MOVQ R9, CX // back to the pass's first row for the next head
-	SHLQ $4, CX
-	SUBQ CX, R8
-	ADDQ BX, SI // the next head's q
-	ADDQ BX, SI
-	ADDQ wstep+56(FP), DI
-	DECQ 0(SP)
-	JNZ hhead
-
-	MOVQ R9, CX // the next pass's rows
-	SHLQ $4, CX
-	ADDQ CX, R8
-	ADDQ $64, w+0(FP)
-	DECQ groups+24(FP)
-	JNZ hgroup
-
-hdone:
-	VZEROUPPER
-	RET
+TEXT ·scoresF16x16(SB), NOSPLIT, $16-64
+	SCORES(ROWF16, 128, 1)
 
 // func values4x16(o, w, v unsafe.Pointer, n, stride, d, wstep int)
 //
