@@ -50,7 +50,8 @@ func (c *BenchCmd) Run(ctx context.Context) error {
 	if err := t.Write(os.Stdout); err != nil {
 		return err
 	}
-	fmt.Printf("\ndecode reads %s of weights per token: %.2f GB/s of the %.2f GB/s this machine reads (both cores, measured right after each repetition); %s activations, %s KV cache; %d repetitions after a warm-up\n",
-		units.Bytes(rep.WeightBytes), rep.BandwidthGBs, rep.ReadGBs, rep.Act, rep.KV, rep.Repeat)
+	fmt.Printf("\ndecode reads %s of weights per token: %.2f GB/s of the %.2f GB/s this machine read between its chunks of %d tokens "+
+		"(both cores; %.1f%% of the fastest single pass, %.2f GB/s); %s activations, %s KV cache; %d repetitions after a warm-up\n",
+		units.Bytes(rep.WeightBytes), rep.BandwidthGBs, rep.ReadGBs, forge.BenchChunk, rep.BandwidthPctBest, rep.ReadBestGBs, rep.Act, rep.KV, rep.Repeat)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,6 +191,7 @@ func TestBenchJSON(t *testing.T) {
 	}
 	var r struct {
 		Prefill, Decode, BW, Pct, BPW float64
+		PctBest, ReadBest             float64
 		Weight                        int64
 		Runs, Read                    []float64
 	}
@@ -198,13 +200,24 @@ func TestBenchJSON(t *testing.T) {
 		t.Fatal(err, stdout)
 	}
 	for k, p := range map[string]any{"prefill_tps": &r.Prefill, "decode_tps": &r.Decode, "bandwidth_gbs": &r.BW,
-		"bandwidth_pct": &r.Pct, "bpw": &r.BPW, "weight_bytes": &r.Weight, "decode_runs_tps": &r.Runs, "read_runs_gbs": &r.Read} {
+		"bandwidth_pct": &r.Pct, "bpw": &r.BPW, "weight_bytes": &r.Weight, "decode_runs_tps": &r.Runs, "read_runs_gbs": &r.Read,
+		"bandwidth_pct_best": &r.PctBest, "read_best_gbs": &r.ReadBest} {
 		if err := json.Unmarshal(raw[k], p); err != nil {
 			t.Fatalf("field %s: %v in %s", k, err, stdout)
 		}
 	}
 	if r.Prefill <= 0 || r.Decode <= 0 || r.BW <= 0 || r.Pct <= 0 || r.BPW < 15 || r.BPW > 17 || r.Weight <= 0 || len(r.Runs) != 2 || len(r.Read) != 2 {
 		t.Fatalf("%+v", r)
+	}
+	// A repetition's bandwidth is a weighted mean of passes, never above
+	// the fastest pass; the stricter share is decode's traffic over that pass.
+	for _, g := range r.Read {
+		if g <= 0 || g > r.ReadBest {
+			t.Fatalf("read %v GB/s against the best pass %v: %+v", g, r.ReadBest, r)
+		}
+	}
+	if math.Abs(r.PctBest-100*r.BW/r.ReadBest) > 1e-9*r.PctBest {
+		t.Fatalf("bandwidth_pct_best %v, want 100·%v/%v", r.PctBest, r.BW, r.ReadBest)
 	}
 	table, stderr, ok := runIn(t, "", "bench", "--model", tiny, "--prompt-tokens", "32", "--gen", "16", "--repeat", "1")
 	if !ok || !strings.Contains(table, "pp32") || !strings.Contains(table, "tg16") || !strings.Contains(table, "% read bw") {
