@@ -154,6 +154,7 @@ func AB(ctx context.Context, cfg ABConfig) (*ABReport, error) {
 		return nil, err
 	}
 	defer rt.Close()
+	cfg.Act = rt.Model.ResolveAct(cfg.Act) // what the report's settings say
 	if err := rt.AttachDraft(cfg.Draft, cfg.DraftK, cfg.DraftFixed); err != nil {
 		return nil, err
 	}

@@ -119,7 +119,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		return nil, fmt.Errorf("bench: %d tokens do not fit the context of %d", max(cfg.PromptTokens, cfg.Gen), c)
 	}
 	rep := &BenchReport{Model: filepath.Base(filepath.Clean(cfg.Model)), Format: in.Format, Bytes: in.Bytes, Params: in.Params,
-		WeightBytes: m.WeightBytes(), PromptTokens: cfg.PromptTokens, Gen: cfg.Gen, Repeat: cfg.Repeat, KV: cfg.KV.String(), Act: cfg.Act.String()}
+		WeightBytes: m.WeightBytes(), PromptTokens: cfg.PromptTokens, Gen: cfg.Gen, Repeat: cfg.Repeat, KV: cfg.KV.String(), Act: m.ResolveAct(cfg.Act).String()}
 	if rep.Format == "" {
 		rep.Format = strings.ToLower(strings.Join(in.DTypes, "+")) // a checkpoint: its dtypes
 	}

@@ -96,6 +96,7 @@ func Run(ctx context.Context, cfg RunConfig, emit func(string) error) (*RunRepor
 		return nil, err
 	}
 	defer rt.Close()
+	cfg.Act = rt.Model.ResolveAct(cfg.Act) // what the reply's settings report
 	if cfg.Draft != "" {
 		if err := rt.AttachDraft(cfg.Draft, cfg.DraftK, cfg.DraftFixed); err != nil {
 			return nil, err

@@ -59,6 +59,23 @@ func ParseAct(s string) (Act, error) {
 	return 0, fmt.Errorf("activation precision %q: want auto, f32 or int8", s)
 }
 
+// ResolveAct is the precision m's steps run with when a is asked for:
+// ActFloat32 where none of its products (the head included) has int8
+// kernels (a checkpoint's bf16 weights, say), since int8 activations only
+// ever meet such matrices (stage.quantize); a otherwise. Reports say this
+// one, not what was asked.
+func (m *Model) ResolveAct(a Act) Act {
+	if a == ActFloat32 {
+		return a
+	}
+	for _, l := range append(m.products(), m.head) {
+		if lm, ok := l.(*lut.Matrix); ok && lm.Int8Activations() {
+			return a
+		}
+	}
+	return ActFloat32
+}
+
 // SetAct sets how the state's steps multiply activations by quantized
 // weights from the next step on.
 func (s *State) SetAct(a Act) { s.act = a }

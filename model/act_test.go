@@ -113,3 +113,24 @@ func TestParseAct(t *testing.T) {
 		t.Errorf("ParseAct(int4): %v", err)
 	}
 }
+
+// TestResolveAct: a checkpoint's bf16 products never meet int8
+// activations, so asking for them resolves to float32 (what reports then
+// say); a LUT4 model keeps what was asked, and float32 stays float32.
+func TestResolveAct(t *testing.T) {
+	dense := loadModel(t, repoPath("models", "forge-tiny"))
+	for _, a := range []model.Act{model.ActFloat32, model.ActInt8, model.ActInt8All} {
+		if got := dense.ResolveAct(a); got != model.ActFloat32 {
+			t.Errorf("bf16 checkpoint: ResolveAct(%v) = %v, want f32", a, got)
+		}
+	}
+	q, err := tinylut.Load(repoPath("models", "forge-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []model.Act{model.ActFloat32, model.ActInt8, model.ActInt8All} {
+		if got := q.ResolveAct(a); got != a {
+			t.Errorf("LUT4 model: ResolveAct(%v) = %v", a, got)
+		}
+	}
+}

@@ -331,15 +331,22 @@ func (m *Model) WeightBytes() int64 {
 	if vocab, _ := m.embed.Dims(); vocab > 0 {
 		n += size(m.embed) / int64(vocab)
 	}
-	for _, L := range m.layers {
-		for _, l := range []Linear{L.gate, L.up, L.down} {
-			n += size(l)
-		}
-		if L.attn != nil {
-			n += size(L.attn.q) + size(L.attn.k) + size(L.attn.v) + size(L.attn.o)
-		} else {
-			n += size(L.gdn.qkv) + size(L.gdn.z) + size(L.gdn.a) + size(L.gdn.b) + size(L.gdn.out)
-		}
+	for _, l := range m.products() {
+		n += size(l)
 	}
 	return n
+}
+
+// products is every layer's Linear, in layer order (not the head).
+func (m *Model) products() []Linear {
+	var ls []Linear
+	for _, L := range m.layers {
+		ls = append(ls, L.gate, L.up, L.down)
+		if L.attn != nil {
+			ls = append(ls, L.attn.q, L.attn.k, L.attn.v, L.attn.o)
+		} else {
+			ls = append(ls, L.gdn.qkv, L.gdn.z, L.gdn.a, L.gdn.b, L.gdn.out)
+		}
+	}
+	return ls
 }

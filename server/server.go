@@ -94,6 +94,7 @@ type finished struct {
 
 // New returns a Server for m (whose tokenizer is tok).
 func New(m *model.Model, tok *tokenizer.Tokenizer, opt Options) *Server {
+	opt.Act = m.ResolveAct(opt.Act) // /health reports what the slots run
 	if opt.Name == "" {
 		opt.Name = "forge"
 	}
