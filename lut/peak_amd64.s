@@ -1,6 +1,8 @@
 //go:build goexperiment.simd
 
 #include "textflag.h"
+#include "reduce_amd64.h"
+#include "int8rows_amd64.h"
 
 // func vnniPeak(n int)
 //
@@ -9,18 +11,7 @@
 // instructions long), so the round takes what the VNNI pipes allow.
 TEXT ·vnniPeak(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	ZACC
 	VPXORD Z20, Z20, Z20
 	VPXORD Z21, Z21, Z21
 	TESTQ CX, CX
@@ -44,6 +35,13 @@ done:
 	VZEROUPPER
 	RET
 
+// ADD4 is four dependent one-cycle adds.
+#define ADD4 \
+	ADDQ $1, AX; \
+	ADDQ $1, AX; \
+	ADDQ $1, AX; \
+	ADDQ $1, AX
+
 // func addChain(n int)
 //
 // n rounds of twelve dependent one-cycle ADDQ: a round is twelve cycles,
@@ -54,18 +52,9 @@ TEXT ·addChain(SB), NOSPLIT, $0-8
 	TESTQ CX, CX
 	JLE chaindone
 chain:
-	ADDQ $1, AX
-	ADDQ $1, AX
-	ADDQ $1, AX
-	ADDQ $1, AX
-	ADDQ $1, AX
-	ADDQ $1, AX
-	ADDQ $1, AX
-	ADDQ $1, AX
-	ADDQ $1, AX
-	ADDQ $1, AX
-	ADDQ $1, AX
-	ADDQ $1, AX
+	ADD4
+	ADD4
+	ADD4
 	DECQ CX
 	JNZ chain
 chaindone:
