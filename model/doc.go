@@ -27,7 +27,8 @@
 // scores and weighted sums run in assembly, scores_amd64.s: sixteen
 // positions a pass, the query heads of one KV head while its rows are in
 // L1, and four heads' weighted sums from each row of values, with the
-// bits of vec_simd.go's loops);
+// bits of vec_simd.go's loops; the delta rule's blocks of 128 value
+// columns in deltarule_amd64.s, a state row's eight vectors in registers);
 // on a CPU with AVX2 only, the elementwise activations, the delta rule
 // step and decode attention have AVX2 twins of the same kind
 // (vec_avx2.go, attention_avx2.go; attention's dot products and weighted
@@ -65,7 +66,8 @@
 // softplus, a 2-ulp float32 exp), rows.go (row-parallel norms and SwiGLU),
 // stage.go (a decode step's products on the pool, stepMode), act.go (Act:
 // int8 activations), kvcache.go (KV: the int8 KV cache), vec.go,
-// vec_simd.go, scores_amd64.s and vec_go.go (row loops and their AVX-512 kernels),
+// vec_simd.go, scores_amd64.s, deltarule_amd64.s and vec_go.go (row loops
+// and their AVX-512 kernels),
 // vec_avx2.go, attention_avx2.go and attention_avx2_amd64.s (their AVX2
 // twins),
 // numerics.go (Numerics: an emulated device's arithmetic).

@@ -153,10 +153,20 @@ func addFast(y, a []float32) int {
 	return i
 }
 
+// deltaRule128 is deltaStepFast on 128 columns (deltarule_amd64.s).
+//
+//go:noescape
+func deltaRule128(S, src, k, q, v, o unsafe.Pointer, dk, stride int, alpha, beta float32)
+
 // deltaStepFast is deltaStepFrom's recurrence (α = e^g already computed) on
 // 16 columns of S at a time: every column's sums run over the key rows in
 // deltaStep's order, so the results are its own. It needs dv a multiple
-// of 16 and reports whether it ran.
+// of 16 and reports whether it ran. Whole blocks of 128 columns go to
+// deltaRule128, which keeps a row's eight vectors in registers and reads
+// 512 contiguous bytes of each row (a synth-1.4b head of 128×128 from
+// DRAM: 7.2–8.0 → 2.8–3.1 µs, from L2 2.4 → 1.0–1.3 µs; BENCHMARKS.md);
+// the compiler's code for the same pass kept its accumulators on the
+// stack and was slower than 32 columns a pass in cache.
 func deltaStepFast(S, src, q, k, v []float32, alpha, beta float32, o []float32) bool {
 	dk, dv := len(k), len(v)
 	if !vecReady || dv%16 != 0 {
@@ -166,6 +176,10 @@ func deltaStepFast(S, src, q, k, v []float32, alpha, beta float32, o []float32) 
 	q = q[:dk]
 	a, b := bc16(alpha), bc16(beta)
 	c := 0
+	for ; dk > 0 && c+128 <= dv; c += 128 {
+		deltaRule128(unsafe.Pointer(&S[c]), unsafe.Pointer(&src[c]), unsafe.Pointer(&k[0]), unsafe.Pointer(&q[0]),
+			unsafe.Pointer(&v[c]), unsafe.Pointer(&o[c]), dk, 4*dv, alpha, beta)
+	}
 	for ; c+32 <= dv; c += 32 { // 32 columns a pass: one broadcast of k_i, q_i per row for two vectors
 		var w0, w1 f32x16
 		for i, ki := range k {

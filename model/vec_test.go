@@ -72,7 +72,7 @@ func TestVecElementwise(t *testing.T) {
 // and leaves its source as it was.
 func TestDeltaStepTwins(t *testing.T) {
 	g := rand.New(rand.NewPCG(5, 6))
-	for _, dims := range [][2]int{{32, 32}, {16, 48}, {8, 56}, {8, 20}, {128, 128}} {
+	for _, dims := range [][2]int{{32, 32}, {16, 48}, {8, 56}, {8, 20}, {128, 128}, {16, 272}, {64, 256}} {
 		dk, dv := dims[0], dims[1]
 		S1 := make([]float32, dk*dv)
 		for i := range S1 {
