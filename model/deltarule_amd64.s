@@ -31,11 +31,44 @@
 	VMOVUPS r6, 384(base); \
 	VMOVUPS r7, 448(base)
 
+// LDROW loads the row at base into eight vectors.
+#define LDROW(base, r0, r1, r2, r3, r4, r5, r6, r7) \
+	VMOVUPS 0(base), r0; \
+	VMOVUPS 64(base), r1; \
+	VMOVUPS 128(base), r2; \
+	VMOVUPS 192(base), r3; \
+	VMOVUPS 256(base), r4; \
+	VMOVUPS 320(base), r5; \
+	VMOVUPS 384(base), r6; \
+	VMOVUPS 448(base), r7
+
+// ZERO8 clears eight vectors.
+#define ZERO8(r0, r1, r2, r3, r4, r5, r6, r7) \
+	VPXORD r0, r0, r0; \
+	VPXORD r1, r1, r1; \
+	VPXORD r2, r2, r2; \
+	VPXORD r3, r3, r3; \
+	VPXORD r4, r4, r4; \
+	VPXORD r5, r5, r5; \
+	VPXORD r6, r6, r6; \
+	VPXORD r7, r7, r7
+
 // ACC adds s times x to the accumulator acc (s·x rounded, then the sum),
 // through the temporary t.
 #define ACC(s, x, acc, t) \
 	VMULPS x, s, t; \
 	VADDPS t, acc, acc
+
+// ACC8 is ACC on eight vectors x and accumulators a (temporaries Z24–Z27).
+#define ACC8(s, x0, x1, x2, x3, x4, x5, x6, x7, a0, a1, a2, a3, a4, a5, a6, a7) \
+	ACC(s, x0, a0, Z24); \
+	ACC(s, x1, a1, Z25); \
+	ACC(s, x2, a2, Z26); \
+	ACC(s, x3, a3, Z27); \
+	ACC(s, x4, a4, Z24); \
+	ACC(s, x5, a5, Z25); \
+	ACC(s, x6, a6, Z26); \
+	ACC(s, x7, a7, Z27)
 
 // func deltaRule128(S, src, k, q, v, o unsafe.Pointer, dk, stride int, alpha, beta float32)
 //
@@ -49,28 +82,14 @@ TEXT ·deltaRule128(SB), NOSPLIT, $0-72
 	MOVQ stride+56(FP), R8
 	VBROADCASTSS alpha+64(FP), Z31
 	VBROADCASTSS beta+68(FP), Z30
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	TESTQ CX, CX
 	JLE decay0
 decay:
 	MULROW(SI, Z31)
 	STROW(DI, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	VBROADCASTSS (BX), Z29
-	ACC(Z29, Z8, Z0, Z16)
-	ACC(Z29, Z9, Z1, Z17)
-	ACC(Z29, Z10, Z2, Z18)
-	ACC(Z29, Z11, Z3, Z19)
-	ACC(Z29, Z12, Z4, Z20)
-	ACC(Z29, Z13, Z5, Z21)
-	ACC(Z29, Z14, Z6, Z22)
-	ACC(Z29, Z15, Z7, Z23)
+	ACC8(Z29, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	ADDQ R8, SI
 	ADDQ R8, DI
 	ADDQ $4, BX
@@ -79,14 +98,7 @@ decay:
 decay0:
 	// u = β(v − w) into Z0…Z7
 	MOVQ v+32(FP), AX
-	VMOVUPS 0(AX), Z8
-	VMOVUPS 64(AX), Z9
-	VMOVUPS 128(AX), Z10
-	VMOVUPS 192(AX), Z11
-	VMOVUPS 256(AX), Z12
-	VMOVUPS 320(AX), Z13
-	VMOVUPS 384(AX), Z14
-	VMOVUPS 448(AX), Z15
+	LDROW(AX, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	VSUBPS Z0, Z8, Z0
 	VSUBPS Z1, Z9, Z1
 	VSUBPS Z2, Z10, Z2
@@ -104,14 +116,7 @@ decay0:
 	VMULPS Z30, Z6, Z6
 	VMULPS Z30, Z7, Z7
 	// the update and o = Sᵀq (o in Z8…Z15)
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
+	ZERO8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	MOVQ S+0(FP), DI
 	MOVQ k+16(FP), BX
 	MOVQ q+24(FP), DX
@@ -138,14 +143,7 @@ update:
 	VADDPS 384(DI), Z22, Z22
 	VADDPS 448(DI), Z23, Z23
 	STROW(DI, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
-	ACC(Z28, Z16, Z8, Z24)
-	ACC(Z28, Z17, Z9, Z25)
-	ACC(Z28, Z18, Z10, Z26)
-	ACC(Z28, Z19, Z11, Z27)
-	ACC(Z28, Z20, Z12, Z24)
-	ACC(Z28, Z21, Z13, Z25)
-	ACC(Z28, Z22, Z14, Z26)
-	ACC(Z28, Z23, Z15, Z27)
+	ACC8(Z28, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	ADDQ R8, DI
 	ADDQ $4, BX
 	ADDQ $4, DX
