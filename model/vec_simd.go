@@ -254,19 +254,29 @@ func attendScores(w, q, K []float32, n, stride, off int, scale float32) bool {
 // their weights ws floats apart (each head's room, as attendScores needs
 // it: n rounded up to 16, plus 16), and each head gets attendScores' bits.
 func attendScoresHeads(w []float32, ws int, q, K []float32, heads, n, stride, off int, scale float32) bool {
+	return scoresHeads(w, ws, q, K, heads, n, stride, off, scale, attendScores, scores16)
+}
+
+// scoresHeads is attendScoresHeads for keys of either kind (float32, or
+// fp16 as uint16): one, a head's attendScores, where the kernels do not
+// fit; else all, the heads' dot products at once, then each head's
+// softmax.
+func scoresHeads[E float32 | uint16](w []float32, ws int, q []float32, K []E, heads, n, stride, off int, scale float32,
+	one func(w, q []float32, K []E, n, stride, off int, scale float32) bool,
+	all func(w []float32, ws int, q []float32, heads int, K []E, n, stride, off int)) bool {
 	D := len(q) / heads
 	if heads > 1 && ws < (n+15)&^15+16 {
 		return false // the heads' scores would overlap
 	}
 	if !vecReady || !scoresFit(w[(heads-1)*ws:], D, n) {
 		for i := range heads {
-			if !attendScores(w[i*ws:], q[i*D:(i+1)*D], K, n, stride, off, scale) {
+			if !one(w[i*ws:], q[i*D:(i+1)*D], K, n, stride, off, scale) {
 				return false
 			}
 		}
 		return true
 	}
-	scores16(w, ws, q, heads, K, n, stride, off)
+	all(w, ws, q, heads, K, n, stride, off)
 	for i := range heads {
 		softmaxScores(w[i*ws:], n, scale)
 	}
@@ -367,23 +377,7 @@ func attendScoresF16(w, q []float32, K []uint16, n, stride, off int, scale float
 
 // attendScoresF16Heads is attendScoresHeads for keys in fp16.
 func attendScoresF16Heads(w []float32, ws int, q []float32, K []uint16, heads, n, stride, off int, scale float32) bool {
-	D := len(q) / heads
-	if heads > 1 && ws < (n+15)&^15+16 {
-		return false // the heads' scores would overlap
-	}
-	if !vecReady || !scoresFit(w[(heads-1)*ws:], D, n) {
-		for i := range heads {
-			if !attendScoresF16(w[i*ws:], q[i*D:(i+1)*D], K, n, stride, off, scale) {
-				return false
-			}
-		}
-		return true
-	}
-	scoresF16(w, ws, q, heads, K, n, stride, off)
-	for i := range heads {
-		softmaxScores(w[i*ws:], n, scale)
-	}
-	return true
+	return scoresHeads(w, ws, q, K, heads, n, stride, off, scale, attendScoresF16, scoresF16)
 }
 
 // scoresF16 is scores16 for keys in fp16: per position, a gathers the
