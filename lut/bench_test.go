@@ -261,7 +261,9 @@ func BenchmarkLUTMulConcurrent(b *testing.B) {
 func BenchmarkLUTMulInt8(b *testing.B) {
 	for _, name := range []string{"LUT4 per-tensor + pcs", "vector 2x16 + pcs"} {
 		f := mustFormat(b, name)
-		for _, s := range [][2]int{{4096, 4096}, {17408, 5120}} {
+		// 6912×2048 and 2048×6912: the synth-1.4b's MLP up and down
+		// projections (at T = 8 the down projection's x overflows L1).
+		for _, s := range [][2]int{{4096, 4096}, {17408, 5120}, {2048, 6912}, {6912, 2048}} {
 			for _, T := range []int{1, 8} {
 				sub := fmt.Sprintf("%s/%dx%d/T=%d", benchName(f), s[0], s[1], T)
 				b.Run(sub, func(b *testing.B) {

@@ -338,12 +338,12 @@ func TestInt8QuantizeTwin(t *testing.T) {
 // TestInt8RowsMatchOneRow: a product of T rows of x (the multi-row kernel
 // for scalar LUTs, by chunks of eight rows) gives every row the bits of
 // that row's one-row product, for T = 2…17, per-tensor and grouped
-// codebooks, widths with a partial last block, output counts and ranges
-// that leave groups of eight rows incomplete.
+// codebooks, widths with a partial last block, long rows (up to 54 steps),
+// output counts and ranges that leave groups of eight rows incomplete.
 func TestInt8RowsMatchOneRow(t *testing.T) {
 	for _, name := range int8Formats {
 		f := mustFormat(t, name)
-		for _, sh := range [][2]int{{8, 128}, {20, 192}, {44, 384}, {96, 512}, {120, 640}, {16, 1664}} {
+		for _, sh := range [][2]int{{8, 128}, {20, 192}, {44, 384}, {96, 512}, {120, 640}, {16, 1664}, {16, 4224}, {24, 6912}} {
 			out, in := sh[0], sh[1]
 			m := randomMatrix(t, f, out, in, 0, false, uint64(out*in+7))
 			for T := 2; T <= 17; T++ {
