@@ -61,9 +61,9 @@
 
 // QFETCH prefetches the quad's four rows int8Ahead bytes on (after QLOAD),
 // into L1: with PREFETCHT1 (into L2) a synth-1.4b verify block of eight
-// rows spent 4–6% more in its products (33.1–37.9 against 31.3–36.0 ms,
-// alternated), the 6912×2048 and 2048×6912 products from DRAM ran 7–20%
-// slower, and in cache the two ran alike (BENCHMARKS.md, issue 14).
+// rows spent 4–6% more in its products (six of seven alternations), the
+// 6912×2048 and 2048×6912 products from DRAM ran 7–20% slower, and in
+// cache the two ran alike (BENCHMARKS.md, issue 14).
 #define QFETCH \
 	PREFETCHT0 int8Ahead(SI); \
 	PREFETCHT0 int8Ahead(SI)(R11*1); \
