@@ -27,28 +27,16 @@ func softplus(x float64) float64 {
 // the effective weight: 1+w for the offset norms (precomputed at load time,
 // docs/model.md §3.3.1) or w for the plain ones. dst may alias x.
 func rmsNorm(dst, x, scale []float32, eps float64) {
-	var ss float64
-	for _, v := range x {
-		ss += float64(v) * float64(v)
-	}
-	r := float32(1 / math.Sqrt(ss/float64(len(x))+eps))
-	for i, v := range x {
-		dst[i] = v * r * scale[i]
-	}
+	r := float32(1 / math.Sqrt(sumSquares(x)/float64(len(x))+eps))
+	mulScale(dst[:len(x)], x, r, scale)
 }
 
 // l2Norm scales x in place by (Σx² + 1e−6)^(−1/2) · mul: the DeltaNet q/k
 // normalisation of docs/model.md §4 (ε fixed at 1e−6, inside the root; a zero vector stays
 // zero, §11.8), with the 1/√dk query scale folded into mul.
 func l2Norm(x []float32, mul float64) {
-	var ss float64
-	for _, v := range x {
-		ss += float64(v) * float64(v)
-	}
-	r := float32(mul / math.Sqrt(ss+1e-6))
-	for i := range x {
-		x[i] *= r
-	}
+	r := float32(mul / math.Sqrt(sumSquares(x)+1e-6))
+	mulScalar(x, r)
 }
 
 // dot is Σ a[i]·b[i] with fp32 accumulation in four lanes.

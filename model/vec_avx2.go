@@ -154,6 +154,53 @@ func axpy8(y []float32, a float32, x []float32) int {
 	return i
 }
 
+// sumSquares8 is sumSquaresFast on AVX2: parts l…l+3 of each quarter of
+// a group of sixteen in four float64 vectors.
+func sumSquares8(acc *[16]float64, x []float32) int {
+	if !vec2Ready {
+		return 0
+	}
+	var a0, a1, a2, a3 archsimd.Float64x4
+	i := 0
+	for ; i+16 <= len(x); i += 16 {
+		v0 := archsimd.LoadFloat32x4((*[4]float32)(x[i : i+4])).ConvertToFloat64()
+		v1 := archsimd.LoadFloat32x4((*[4]float32)(x[i+4 : i+8])).ConvertToFloat64()
+		v2 := archsimd.LoadFloat32x4((*[4]float32)(x[i+8 : i+12])).ConvertToFloat64()
+		v3 := archsimd.LoadFloat32x4((*[4]float32)(x[i+12 : i+16])).ConvertToFloat64()
+		a0, a1, a2, a3 = a0.Add(v0.Mul(v0)), a1.Add(v1.Mul(v1)), a2.Add(v2.Mul(v2)), a3.Add(v3.Mul(v3))
+	}
+	a0.Store((*[4]float64)(acc[0:4]))
+	a1.Store((*[4]float64)(acc[4:8]))
+	a2.Store((*[4]float64)(acc[8:12]))
+	a3.Store((*[4]float64)(acc[12:16]))
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func mulScale8(dst, x []float32, r float32, scale []float32) int {
+	if !vec2Ready {
+		return 0
+	}
+	rv, i := bc8(r), 0
+	for ; i+8 <= len(dst); i += 8 {
+		st8(dst[i:], ld8(x[i:]).Mul(rv).Mul(ld8(scale[i:])))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func mulScalar8(x []float32, r float32) int {
+	if !vec2Ready {
+		return 0
+	}
+	rv, i := bc8(r), 0
+	for ; i+8 <= len(x); i += 8 {
+		st8(x[i:], ld8(x[i:]).Mul(rv))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
 func add8(y, a []float32) int {
 	if !vec2Ready {
 		return 0

@@ -19,6 +19,7 @@ func TestAVX2Twins(t *testing.T) {
 	defer func() { vecReady, vec2Ready, att2Ready = v, v2, a2 }()
 	t.Run("Exp32x8", TestExp32x8)
 	t.Run("Elementwise", TestVecElementwise)
+	t.Run("SumSquares", TestSumSquares)
 	t.Run("DeltaStep", TestDeltaStepTwins)
 	t.Run("DeltaChunk", TestDeltaChunkTwins)
 	t.Run("AttendStep", TestAttendStep)

@@ -12,6 +12,9 @@ func mulSigmoidFast(o, g []float32) int                                         
 func mulAddFast(y, a, b []float32) int                                               { return 0 }
 func addFast(y, a []float32) int                                                     { return 0 }
 func axpyFast(y []float32, a float32, x []float32) int                               { return 0 }
+func sumSquaresFast(acc *[16]float64, x []float32) int                               { return 0 }
+func mulScaleFast(dst, x []float32, r float32, scale []float32) int                  { return 0 }
+func mulScalarFast(x []float32, r float32) int                                       { return 0 }
 func deltaStepFast(S, src, q, k, v []float32, alpha, beta float32, o []float32) bool { return false }
 
 func values4(o, w []float32, ws int, V []float32, n, stride, off int) bool { return false }

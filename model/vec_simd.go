@@ -153,6 +153,50 @@ func addFast(y, a []float32) int {
 	return i
 }
 
+// sumSquaresFast adds the whole groups of sixteen of x to acc in
+// sumSquares' order (lane l of two float64 vectors: parts l and l+8) and
+// returns how many it took.
+func sumSquaresFast(acc *[16]float64, x []float32) int {
+	if !vecReady {
+		return sumSquares8(acc, x)
+	}
+	var a0, a1 archsimd.Float64x8
+	i := 0
+	for ; i+16 <= len(x); i += 16 {
+		lo := archsimd.LoadFloat32x8((*[8]float32)(x[i : i+8])).ConvertToFloat64()
+		hi := archsimd.LoadFloat32x8((*[8]float32)(x[i+8 : i+16])).ConvertToFloat64()
+		a0, a1 = a0.Add(lo.Mul(lo)), a1.Add(hi.Mul(hi))
+	}
+	a0.Store((*[8]float64)(acc[:8]))
+	a1.Store((*[8]float64)(acc[8:]))
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func mulScaleFast(dst, x []float32, r float32, scale []float32) int {
+	if !vecReady {
+		return mulScale8(dst, x, r, scale)
+	}
+	rv, i := bc16(r), 0
+	for ; i+16 <= len(dst); i += 16 {
+		st16(dst[i:], ld16(x[i:]).Mul(rv).Mul(ld16(scale[i:])))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+func mulScalarFast(x []float32, r float32) int {
+	if !vecReady {
+		return mulScalar8(x, r)
+	}
+	rv, i := bc16(r), 0
+	for ; i+16 <= len(x); i += 16 {
+		st16(x[i:], ld16(x[i:]).Mul(rv))
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
 // deltaRule128 is deltaStepFast on 128 columns (deltarule_amd64.s).
 //
 //go:noescape

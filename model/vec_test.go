@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 )
@@ -29,7 +30,7 @@ func sameBits(a, b float32) bool {
 // lengths with and without a partial last vector.
 func TestVecElementwise(t *testing.T) {
 	for _, n := range []int{0, 5, 16, 37, 300} {
-		a, b, c := vecInputs(n, 1), vecInputs(n, 2), vecInputs(n, 3)
+		a, b, c := vecInputs(n, 1), vecInputs(n, 2), vecInputs(max(n, 1), 3)
 		check := func(name string, got []float32, want func(i int) float32) {
 			t.Helper()
 			for i, v := range got {
@@ -57,10 +58,81 @@ func TestVecElementwise(t *testing.T) {
 		y = append(y[:0], a...)
 		addTo(y, b)
 		check("addTo", y, func(i int) float32 { return a[i] + b[i] })
+		y = append(y[:0], a...)
+		mulScale(y, y, c[0], b)
+		check("mulScale", y, func(i int) float32 { p := a[i] * c[0]; return p * b[i] })
+		y = append(y[:0], a...)
+		mulScalar(y, c[0])
+		check("mulScalar", y, func(i int) float32 { return a[i] * c[0] })
 		if n > 0 {
 			y = append(y[:0], a...)
 			axpy(y, c[0], b)
 			check("axpy", y, func(i int) float32 { p := c[0] * b[i]; return a[i] + p })
+		}
+	}
+}
+
+// TestSumSquares: sumSquares (the vector kernel where the build has one)
+// gives bit for bit its definition — sixteen partial sums, each checked,
+// folded pairwise, then the remainder in order — on lengths with and
+// without whole groups and values over sixty orders of magnitude or of
+// one magnitude (where another order of the adds changes the last bits);
+// and its error against the exact sum (math/big) stays within the bound
+// of that order of adds, (⌊n/16⌋ + 4 + n mod 16)·2⁻⁵³ relative (each term
+// passes through at most that many roundings; the squares are exact).
+func TestSumSquares(t *testing.T) {
+	for _, tc := range [][2]int{{0, 0}, {1, 0}, {15, 0}, {16, 0}, {17, 0}, {37, 0}, {300, 0}, {2048, 0},
+		{64, 1}, {256, 1}, {300, 1}, {2048, 1}} {
+		n := tc[0]
+		g := rand.New(rand.NewPCG(uint64(n), 5))
+		x := make([]float32, n)
+		for i := range x {
+			if tc[1] == 0 {
+				x[i] = float32(g.NormFloat64() * math.Pow(10, 30*g.Float64()-15))
+			} else { // one magnitude: every add rounds, so any other order of adds shows
+				x[i] = float32(0.5 + g.Float64())
+			}
+		}
+		var acc [16]float64
+		k := 0
+		for ; k+16 <= n; k += 16 {
+			for l := range 16 {
+				v := float64(x[k+l])
+				acc[l] += v * v
+			}
+		}
+		var fast [16]float64 // the vector kernel's parts, where the build has one
+		if m := sumSquaresFast(&fast, x); m > 0 {
+			if m != k {
+				t.Fatalf("n = %d: sumSquaresFast took %d values, want %d", n, m, k)
+			}
+			for l := range fast {
+				if math.Float64bits(fast[l]) != math.Float64bits(acc[l]) {
+					t.Fatalf("n = %d: part %d = %v, want %v", n, l, fast[l], acc[l])
+				}
+			}
+		}
+		for _, w := range []int{8, 4, 2, 1} {
+			for l := range w {
+				acc[l] += acc[l+w]
+			}
+		}
+		want := acc[0]
+		for _, v := range x[k:] {
+			want += float64(v) * float64(v)
+		}
+		got := sumSquares(x)
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("n = %d: sumSquares = %v (%#x), want %v (%#x)", n, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+		exact := new(big.Float).SetPrec(2000)
+		for _, v := range x {
+			f := new(big.Float).SetPrec(2000).SetFloat64(float64(v))
+			exact.Add(exact, f.Mul(f, f))
+		}
+		e, _ := exact.Float64()
+		if bound := float64(n/16+4+n%16) * 0x1p-53 * e; n > 0 && math.Abs(got-e) > bound {
+			t.Errorf("n = %d: sumSquares = %v, exact %v (relative error %.2g)", n, got, e, math.Abs(got-e)/e)
 		}
 	}
 }
