@@ -168,19 +168,26 @@ func (d *drafter) settle(used int, next int) {
 // (up to adaptPlainMax) each time drafting still does not pay, so that a
 // collapsed acceptance costs a probe round every few hundred tokens; when drafting
 // could not pay even if every draft were kept (α = 1: the verify rows and
-// the drafter cost more than the steps they save), it stops drafting for
-// the reply.
+// the drafter cost more than the steps they save), it runs plain steps and
+// times one round every adaptPlainMax of them, counted over replies, whose
+// times replace the running means of the drafter's and the rows' costs: the
+// costs that ruled drafting out may have been a cold start's (a run's
+// first verify blocks took 3–4× the steady time, BENCHMARKS.md) or a busy
+// moment's, and an engine that serves many replies would otherwise never
+// measure them again.
 type adapt struct {
 	maxK        int
 	fixed       bool    // every round drafts maxK tokens (Options.DraftFixed)
 	acc, tries  float64 // decayed counts of kept drafts and of drafts decided
 	step, row   float64 // seconds: plain step, each more verify row (running means; 0 unknown)
 	draft       float64 // seconds per drafter step
-	plainUntil  int     // reply length until which decode runs plain steps (−1: to the end)
+	plainUntil  int     // reply length until which decode runs plain steps
 	probe       bool    // the next round after plainUntil probes the acceptance again
 	stretch     int     // plain steps before the next probe
 	plainProbes int     // plain steps timed so far
 	rounds      int     // rounds timed so far
+	plainRun    int     // plain steps since the last round, over replies
+	retime      bool    // the next round's times replace the means (they are stale)
 }
 
 const (
@@ -209,16 +216,19 @@ func (a *adapt) next(n int) int {
 	switch {
 	case a.fixed:
 		return a.maxK
-	case a.plainUntil < 0 || n < a.plainUntil:
+	case n < a.plainUntil:
 		return 0
 	case a.plainProbes < 2: // time a plain step (the second: the first may be cold)
 		return 0
 	case a.rounds < 2: // time the drafter and the verify rows (the first round may be cold)
 		return min(adaptMeasure, a.maxK)
 	}
-	if _, r := a.best(1); r*a.step < 1 {
-		a.plainUntil = -1 // drafting cannot pay on this machine
-		return 0
+	if _, r := a.best(1); r*a.step < 1 { // drafting cannot pay, as last measured
+		if a.plainRun < adaptPlainMax {
+			return 0
+		}
+		a.retime = true // time the costs again
+		return min(adaptMeasure, a.maxK)
 	}
 	k, r := a.best(min(a.rate(), 0.999))
 	switch {
@@ -251,6 +261,7 @@ func (a *adapt) best(alpha float64) (int, float64) {
 
 // plainStep records the time of a plain decode step.
 func (a *adapt) plainStep(d time.Duration) {
+	a.plainRun++
 	a.plainProbes++
 	if a.plainProbes == 1 {
 		return // cold
@@ -265,10 +276,14 @@ func (a *adapt) round(k, kept int, draft, verify time.Duration) {
 	if kept < k {
 		decided++
 	}
+	a.plainRun = 0
 	a.acc = adaptDecay*a.acc + float64(kept)
 	a.tries = adaptDecay*a.tries + decided
 	if a.rounds++; a.rounds == 1 {
 		return // cold
+	}
+	if a.retime { // after adaptPlainMax plain steps the means are stale: start them again
+		a.draft, a.row, a.retime = 0, 0, false
 	}
 	a.draft = mean(a.draft, draft.Seconds()/float64(k))
 	if a.step > 0 {

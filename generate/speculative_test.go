@@ -279,7 +279,7 @@ func TestCheckDraft(t *testing.T) {
 // collapsed acceptance switches to plain steps, probing again at doubling
 // intervals (a handful of probe rounds in 4,000 tokens); and costs at
 // which drafting could not pay even if every draft were kept stop drafting
-// for the reply.
+// for adaptPlainMax plain steps.
 func TestAdapt(t *testing.T) {
 	const step = time.Millisecond
 	run := func(alpha float64, draft, row time.Duration, tokens int) (ks []int) {
@@ -324,5 +324,64 @@ func TestAdapt(t *testing.T) {
 	ks = run(1, step/2, step, 400)
 	if slices.ContainsFunc(ks[10:], func(k int) bool { return k > 0 }) {
 		t.Errorf("unpayable costs: drafting went on (%v)", ks)
+	}
+}
+
+// TestAdaptRemeasures: costs that rule drafting out (every verify row as
+// dear as a step) are timed again every adaptPlainMax plain steps, counted
+// over replies, and the new times replace the stale ones: when the dear
+// costs were a cold start's or a busy moment's, drafting resumes at the
+// first probe after they fall (to a drafter step at 5% of a target step
+// and rows at 10%, 95% of the drafts kept) and runs no plain steps after
+// it; when they stay, each probe costs one round.
+func TestAdaptRemeasures(t *testing.T) {
+	const step = time.Millisecond
+	const replies, length = 12, 300
+	for _, falls := range []bool{false, true} {
+		var a adapt
+		a.init(MaxDraftK, false)
+		r := rand.New(rand.NewPCG(3, 4))
+		dear := true
+		rounds, resumed, plainAfter, plain := 0, -1, 0, 0
+		for reply := range replies {
+			a.reset()
+			for n := 0; n < length; {
+				k := a.next(n)
+				if k == 0 {
+					a.plainStep(step)
+					n++
+					plain++
+					if resumed >= 0 {
+						plainAfter++
+					}
+					continue
+				}
+				draft, row := step/2, step
+				if !dear {
+					draft, row = step/20, step/10
+					if resumed < 0 {
+						resumed = reply*length + n
+					}
+				}
+				kept := 0
+				for kept < k && r.Float64() < 0.95 {
+					kept++
+				}
+				a.round(k, kept, time.Duration(k)*draft, step+time.Duration(k)*row)
+				if rounds++; rounds == 2 && falls {
+					dear = false // the costs fall after the two measuring rounds
+				}
+				n += kept + 1
+			}
+		}
+		switch {
+		case falls && (resumed < 0 || resumed > adaptPlainMax+length):
+			t.Errorf("costs that fell: drafting resumed at token %d, want by %d", resumed, adaptPlainMax+length)
+		case falls && plainAfter > 0:
+			t.Errorf("costs that fell: %d plain steps after drafting resumed", plainAfter)
+		case !falls && (plain < 3*adaptPlainMax || rounds != 2+plain/adaptPlainMax):
+			t.Errorf("costs that stay too high: %d rounds and %d plain steps, want two measuring rounds and one every %d plain steps",
+				rounds, plain, adaptPlainMax)
+		}
 	}
 }
