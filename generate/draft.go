@@ -168,13 +168,16 @@ func (d *drafter) settle(used int, next int) {
 // (up to adaptPlainMax) each time drafting still does not pay, so that a
 // collapsed acceptance costs a probe round every few hundred tokens; when drafting
 // could not pay even if every draft were kept (α = 1: the verify rows and
-// the drafter cost more than the steps they save), it runs plain steps and
-// times one round every adaptPlainMax of them, counted over replies, whose
-// times replace the running means of the drafter's and the rows' costs: the
-// costs that ruled drafting out may have been a cold start's (a run's
-// first verify blocks took 3–4× the steady time, BENCHMARKS.md) or a busy
-// moment's, and an engine that serves many replies would otherwise never
-// measure them again.
+// the drafter cost more than the steps they save), it stops drafting for
+// the reply, and times one round again at the start of a reply once
+// adaptPlainMax plain steps have passed since its last, its times replacing
+// the running means of the drafter's and the rows' costs: the costs that
+// ruled drafting out may have been a cold start's (a run's first verify
+// blocks took 3–4× the steady time, BENCHMARKS.md) or a busy moment's, and
+// an engine that serves many replies would otherwise never time them
+// again. Only at a reply's start: there the drafter has just consumed the
+// prompt, where later it would first have to catch up on every plain step
+// (a prefill of up to adaptPlainMax tokens).
 type adapt struct {
 	maxK        int
 	fixed       bool    // every round drafts maxK tokens (Options.DraftFixed)
@@ -188,6 +191,7 @@ type adapt struct {
 	rounds      int     // rounds timed so far
 	plainRun    int     // plain steps since the last round, over replies
 	retime      bool    // the next round's times replace the means (they are stale)
+	replyStart  bool    // next has not been asked yet in this reply
 }
 
 const (
@@ -205,6 +209,7 @@ func (a *adapt) init(maxK int, fixed bool) { a.maxK, a.fixed = maxK, fixed }
 func (a *adapt) reset() {
 	a.acc, a.tries = 1, 2 // a prior of α = 0.5 worth two drafts
 	a.plainUntil, a.probe, a.stretch = 0, false, adaptPlain
+	a.replyStart = true
 }
 
 // rate returns the running acceptance rate α.
@@ -213,6 +218,8 @@ func (a *adapt) rate() float64 { return a.acc / a.tries }
 // next returns the draft length of the round at reply length n (0: a
 // plain step).
 func (a *adapt) next(n int) int {
+	start := a.replyStart
+	a.replyStart = false
 	switch {
 	case a.fixed:
 		return a.maxK
@@ -224,7 +231,8 @@ func (a *adapt) next(n int) int {
 		return min(adaptMeasure, a.maxK)
 	}
 	if _, r := a.best(1); r*a.step < 1 { // drafting cannot pay, as last measured
-		if a.plainRun < adaptPlainMax {
+		if !start || a.plainRun < adaptPlainMax {
+			a.plainUntil = math.MaxInt // for the rest of the reply
 			return 0
 		}
 		a.retime = true // time the costs again

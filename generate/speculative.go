@@ -88,22 +88,6 @@ func (g *run) decodeDraft(ctx context.Context, logits []float32, room int) error
 			continue
 		}
 
-		// A drafter that sat out plain steps first catches up on them,
-		// outside the round's timed drafting: that prefill is paid once
-		// after a stretch of plain steps, not by each draft.
-		if len(d.pending) > 2 {
-			tc := time.Now()
-			err := d.catchUp(ctx)
-			mt.DraftSeconds += time.Since(tc).Seconds()
-			if err != nil {
-				if ctx.Err() != nil {
-					return g.finish(FinishCancel, err)
-				}
-				mt.DraftFailed = err.Error()
-				drafting = false
-				continue
-			}
-		}
 		t0 := time.Now()
 		if err := d.propose(ctx, k); err != nil {
 			if ctx.Err() != nil {

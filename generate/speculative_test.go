@@ -328,12 +328,13 @@ func TestAdapt(t *testing.T) {
 }
 
 // TestAdaptRemeasures: costs that rule drafting out (every verify row as
-// dear as a step) are timed again every adaptPlainMax plain steps, counted
-// over replies, and the new times replace the stale ones: when the dear
-// costs were a cold start's or a busy moment's, drafting resumes at the
-// first probe after they fall (to a drafter step at 5% of a target step
-// and rows at 10%, 95% of the drafts kept) and runs no plain steps after
-// it; when they stay, each probe costs one round.
+// dear as a step) stop drafting for the reply, and are timed again at the
+// start of a reply once adaptPlainMax plain steps have passed (counted over
+// replies), the new times replacing the stale ones: when the dear costs
+// were a cold start's or a busy moment's, drafting resumes at the first
+// such probe after they fall (to a drafter step at 5% of a target step and
+// rows at 10%, 95% of the drafts kept) and runs no plain steps after it;
+// when they stay, each probe costs one round, at a reply's start.
 func TestAdaptRemeasures(t *testing.T) {
 	const step = time.Millisecond
 	const replies, length = 12, 300
@@ -342,7 +343,7 @@ func TestAdaptRemeasures(t *testing.T) {
 		a.init(MaxDraftK, false)
 		r := rand.New(rand.NewPCG(3, 4))
 		dear := true
-		rounds, resumed, plainAfter, plain := 0, -1, 0, 0
+		rounds, probes, resumed, plain, plainAfter := 0, 0, -1, 0, 0
 		for reply := range replies {
 			a.reset()
 			for n := 0; n < length; {
@@ -363,6 +364,12 @@ func TestAdaptRemeasures(t *testing.T) {
 						resumed = reply*length + n
 					}
 				}
+				if rounds >= 2 && dear {
+					probes++
+					if n != 0 {
+						t.Errorf("a probe round at token %d of reply %d, want only at a reply's start", n, reply)
+					}
+				}
 				kept := 0
 				for kept < k && r.Float64() < 0.95 {
 					kept++
@@ -375,13 +382,13 @@ func TestAdaptRemeasures(t *testing.T) {
 			}
 		}
 		switch {
-		case falls && (resumed < 0 || resumed > adaptPlainMax+length):
-			t.Errorf("costs that fell: drafting resumed at token %d, want by %d", resumed, adaptPlainMax+length)
+		case falls && (resumed < 0 || resumed > adaptPlainMax+2*length):
+			t.Errorf("costs that fell: drafting resumed at token %d, want by %d", resumed, adaptPlainMax+2*length)
 		case falls && plainAfter > 0:
 			t.Errorf("costs that fell: %d plain steps after drafting resumed", plainAfter)
-		case !falls && (plain < 3*adaptPlainMax || rounds != 2+plain/adaptPlainMax):
-			t.Errorf("costs that stay too high: %d rounds and %d plain steps, want two measuring rounds and one every %d plain steps",
-				rounds, plain, adaptPlainMax)
+		case !falls && (probes < 2 || probes > plain/adaptPlainMax):
+			t.Errorf("costs that stay too high: %d probe rounds in %d plain steps, want one at a reply's start every %d or more",
+				probes, plain, adaptPlainMax)
 		}
 	}
 }
