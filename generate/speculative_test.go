@@ -279,7 +279,7 @@ func TestCheckDraft(t *testing.T) {
 // collapsed acceptance switches to plain steps, probing again at doubling
 // intervals (a handful of probe rounds in 4,000 tokens); and costs at
 // which drafting could not pay even if every draft were kept stop drafting
-// for adaptPlainMax plain steps.
+// for the reply (TestAdaptRemeasures: when they are timed again).
 func TestAdapt(t *testing.T) {
 	const step = time.Millisecond
 	run := func(alpha float64, draft, row time.Duration, tokens int) (ks []int) {
