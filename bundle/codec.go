@@ -34,6 +34,12 @@ type Arrays interface {
 	Uint16(tensor string) ([]uint16, error)
 }
 
+// evicter is Arrays that can drop the resident pages of a tensor's view
+// (a mapped bundle's shardArrays): lut.Parts.Evict.
+type evicter interface {
+	Evict(tensor string, b []byte)
+}
+
 // EncodeMatrix returns the facts of m, stored as the matrix name, and its
 // arrays: the tensors doc.go lists ({key}.lut, {key}.idx, {key}.scale,
 // {key}.lr_a, {key}.lr_b for a quantized format; name itself for bf16 or
@@ -90,6 +96,9 @@ func DecodeMatrix(name string, f Facts, src Arrays) (*lut.Matrix, error) {
 	for _, t := range infos {
 		if arr := arrayOf(name, t.Name); arr == arrIndex {
 			p.Index, err = src.Bytes(t.Name)
+			if e, ok := src.(evicter); ok {
+				p.Evict = func(b []byte) { e.Evict(t.Name, b) }
+			}
 		} else {
 			*u16Field(&p, arr), err = src.Uint16(t.Name)
 		}

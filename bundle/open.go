@@ -242,6 +242,14 @@ func (s shardArrays) Bytes(name string) ([]byte, error) {
 	return f.Bytes(name)
 }
 
+// Evict drops the resident pages of b, a view of tensor name's shard
+// (safetensors.File.Evict).
+func (s shardArrays) Evict(name string, b []byte) {
+	if f, ok := s[name]; ok {
+		f.Evict(b)
+	}
+}
+
 func (s shardArrays) Uint16(name string) ([]uint16, error) {
 	f, err := s.file(name)
 	if err != nil {

@@ -107,6 +107,14 @@ func sameRotation(a, b Rotation) bool {
 // float32 kernels: callers choosing a default precision check this.
 func Int8Kernels() bool { return int8Ready || int8A2 }
 
+// Int8Prefill reports whether int8 products of many rows of x (a
+// prefill) run faster than float32 ones on this build and CPU: where the
+// AVX-512 multi-row kernels run (a 512-token prefill of the synth-1.4b
+// 2.3–2.4× faster than with the float32 kernels, LUT4 and 2x16 alike,
+// BENCHMARKS.md). The AVX2 multi-row kernels have not been measured
+// against the float32 ones for prefill.
+func Int8Prefill() bool { return int8Ready && useFast }
+
 // Int8Activations reports whether m has int8-activation kernels: 4-bit
 // scalar LUTs and 4-bit 2-vector LUTs (2x16). Other matrices'
 // MulRowsInt8 is MulRows. A width that is not a multiple of 128 (forge-tiny's
@@ -170,6 +178,9 @@ func (m *Matrix) buildInt8Tables() {
 	m.cbd = make([]float32, groups)
 	B := codebookBound(f)
 	m.narrow8 = B <= 64
+	if m.useVert() {
+		m.vert = &vertTiles{}
+	}
 	for g := range groups {
 		amax := float32(0)
 		for i := range 16 * d {
@@ -239,6 +250,15 @@ func (m *Matrix) group8(r int) int {
 		return r / m.rowsG
 	}
 	return 0
+}
+
+// bookEnd returns the end of index row r's codebook group, at most r1:
+// a kernel call takes one codebook.
+func (m *Matrix) bookEnd(r, r1 int) int {
+	if m.rowsG > 0 {
+		return min(r1, (r/m.rowsG+1)*m.rowsG)
+	}
+	return r1
 }
 
 // QuantizeInput sets q to the rows of x' = x·M (M m's Rotation) quantized
@@ -406,7 +426,8 @@ func (m *Matrix) MulInt8(dst *tensor.Matrix, q *Int8Input) {
 }
 
 // int8Rows computes index rows [r0, r1) of x row t into y (dst's row t):
-// the fast kernels where they run, int8RowGo elsewhere, then the scales.
+// the fast kernels where they run, the twin (int8RowRef) elsewhere, then
+// the scales.
 func (m *Matrix) int8Rows(y []float32, q *Int8Input, t, r0, r1 int) {
 	steps := (m.in + int8Step - 1) / int8Step
 	nb := 16 * ((m.in + int8Block - 1) / int8Block)
@@ -415,7 +436,6 @@ func (m *Matrix) int8Rows(y []float32, q *Int8Input, t, r0, r1 int) {
 	if len(q.qs) > 0 {
 		qs = q.qs[t*nb:][:nb]
 	}
-	idx, n := m.codes8()
 	d := m.f.Dim
 	for r := r0; r < r1; {
 		if Int8Kernels() && useFast {
@@ -423,9 +443,8 @@ func (m *Matrix) int8Rows(y []float32, q *Int8Input, t, r0, r1 int) {
 				break
 			}
 		}
-		codes := idx[r*n : (r+1)*n]
 		for c := range d {
-			y[r*d+c] = int8RowGo(m.table8(r, c), codes, qx, dx)
+			y[r*d+c] = m.int8RowRef(r, c, qx, dx)
 		}
 		r++
 	}

@@ -16,9 +16,9 @@ func TestInt8AVX2Kernels(t *testing.T) {
 	if !archsimd.X86.AVX2() {
 		t.Skip("no AVX2 on this CPU")
 	}
-	f, r, a := fastReady, int8Ready, int8A2
-	fastReady, int8Ready, int8A2 = false, false, true
-	defer func() { fastReady, int8Ready, int8A2 = f, r, a }()
+	f, r, a, v := fastReady, int8Ready, int8A2, int8Vert
+	fastReady, int8Ready, int8A2, int8Vert = false, false, true, false
+	defer func() { fastReady, int8Ready, int8A2, int8Vert = f, r, a, v }()
 	t.Run("MatchTwin", TestInt8KernelsMatchTwin)
 	t.Run("QuantizeTwin", TestInt8QuantizeTwin)
 	t.Run("RowsMatchOneRow", TestInt8RowsMatchOneRow)
@@ -34,9 +34,9 @@ func TestInt8WideCodebookAVX2(t *testing.T) {
 	if !archsimd.X86.AVX2() {
 		t.Skip("no AVX2 on this CPU")
 	}
-	f, r, a := fastReady, int8Ready, int8A2
-	defer func() { fastReady, int8Ready, int8A2 = f, r, a }()
-	fastReady, int8Ready, int8A2 = false, false, false
+	f, r, a, v := fastReady, int8Ready, int8A2, int8Vert
+	defer func() { fastReady, int8Ready, int8A2, int8Vert = f, r, a, v }()
+	fastReady, int8Ready, int8A2, int8Vert = false, false, false, false
 	lf := mustFormat(t, "LUT4 per-tensor + pcs")
 	out, in := 16, 512
 	p := randomParts(lf, out, in, 0, false, 3)

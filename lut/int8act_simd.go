@@ -71,11 +71,18 @@ const int8SeqRows = 2
 // not for a single row, for one or two rows of a 2-vector matrix, or
 // where q was not interleaved.
 func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
+	if m.vert != nil && !int8Ready {
+		return false // the tile order without its kernel (tests): the twin row by row
+	}
 	if int8A2 {
 		return m.int8RowsA2(dst, q, r0, r1)
 	}
 	if q.rows < 2 || len(q.qi) == 0 || !useFast {
 		return false
+	}
+	if m.vert != nil {
+		m.vertRowsT(dst, q, r0, r1)
+		return true
 	}
 	d := m.f.Dim
 	if d == 2 && q.rows <= int8SeqRows {
@@ -88,10 +95,7 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 		T := min(int8Chunk, q.rows-t0)
 		qc, dc := unsafe.Pointer(&q.qi[t0*steps*int8Step]), &q.di[t0*nb]
 		for r := r0; r < r1; {
-			end := r1
-			if m.rowsG > 0 {
-				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
-			}
+			end := m.bookEnd(r, r1)
 			if groups := (end - r) / R; groups > 0 {
 				tab, w, h := m.table8(r, 0), unsafe.Pointer(&idx[r*n]), &dst.Row(t0)[r*d]
 				switch {
@@ -105,10 +109,9 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 				r += R * groups
 			}
 			for ; r < end; r++ { // fewer than a group left in the codebook's rows
-				codes := idx[r*n : (r+1)*n]
 				for t := t0; t < t0+T; t++ {
 					for c := range d {
-						dst.Row(t)[r*d+c] = int8RowGo(m.table8(r, c), codes, q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb])
+						dst.Row(t)[r*d+c] = m.int8RowRef(r, c, q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb])
 					}
 				}
 			}
@@ -129,9 +132,12 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 // was set, in tests, runs the twin).
 func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r, r1 int) int {
 	d := m.f.Dim
-	end := r1
-	if m.rowsG > 0 {
-		end = min(r1, (r/m.rowsG+1)*m.rowsG)
+	end := m.bookEnd(r, r1)
+	if m.vert != nil { // the tile order (int8vert.go): its kernel or the twin
+		if !int8Ready {
+			return r
+		}
+		return m.vertKernel(y, 0, unsafe.Pointer(&qx[0]), &dx[0], 1, r, end)
 	}
 	idx, n := m.codes8()
 	if int8A2 {
@@ -262,10 +268,7 @@ func (m *Matrix) int8RowsA2(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 		qx, dx, qs := q.q[t*steps*int8Step:][:k*steps*int8Step], q.d[t*nb:][:k*nb], q.qs[t*nb:][:k*nb]
 		y := dst.Data[t*dst.Cols : (t+k)*dst.Cols]
 		for r := r0; r < r1; {
-			end := r1
-			if m.rowsG > 0 {
-				end = min(r1, (r/m.rowsG+1)*m.rowsG) // one codebook per kernel call
-			}
+			end := m.bookEnd(r, r1)
 			tab, w, xq := m.table8(r, 0), unsafe.Pointer(&idx[r*n]), unsafe.Pointer(&qx[0])
 			switch k {
 			case 4:

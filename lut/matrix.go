@@ -37,6 +37,11 @@ type Parts struct {
 	LowRankA, LowRankB []uint16
 	// Rotation, if not nil, is applied to x before the product.
 	Rotation Rotation
+	// Evict, if not nil, is called with Index once the Matrix has copied
+	// it into the layout its int8 products read (int8vert.go), so that
+	// an Index mapped from a file can leave the resident set (a bundle:
+	// safetensors.File.Evict). Index must stay readable after it.
+	Evict func(index []byte)
 }
 
 // Matrix is a quantized (or bf16/fp16) weight matrix W [out, in] in one
@@ -72,6 +77,7 @@ type Matrix struct {
 	idx8    []byte        // index rows zero-padded to whole int8 steps when in is not a multiple of 128 (codes8)
 	cbd     []float32     // [groups] their scales c_g
 	narrow8 bool          // |ℓ| ≤ 64 in tab8 (codebookBound): the AVX2 kernels' condition
+	vert    *vertTiles    // not nil: the int8 products take the tile order (int8vert.go)
 }
 
 // int8Table is the fixed INT8 codebook: entry c is int8(c) as a float.

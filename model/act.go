@@ -13,12 +13,15 @@ const (
 	// ActFloat32 multiplies float32 activations (lut.Matrix.Mul): the
 	// exact product of the stored weights, to float32 rounding.
 	ActFloat32 Act = iota
-	// ActInt8 quantizes the activations of steps of at most Int8Rows
-	// rows (decode steps, verify blocks) to int8 in groups of 32 columns
-	// for matrices with int8 kernels (lut.Int8Input: 4-bit scalar and
-	// 2x16 LUTs), as llama.cpp multiplies its quantized weights; longer
-	// prefills stay float32. A row's result does not depend on the other
-	// rows of its step.
+	// ActInt8 quantizes the activations of steps to int8 in groups of 32
+	// columns for matrices with int8 kernels (lut.Int8Input: 4-bit scalar
+	// and 2x16 LUTs), as llama.cpp multiplies its quantized weights:
+	// every step where the CPU has the AVX-512 multi-row kernels
+	// (lut.Int8Prefill; on the synth-1.4b they prefill 2.3–2.4× faster
+	// than the float32 kernels, BENCHMARKS.md), else steps of at most
+	// Int8Rows rows (decode steps, verify blocks), longer prefills staying
+	// float32. A row's result does not depend on the other rows of its
+	// step.
 	ActInt8
 	// ActInt8All is ActInt8 for steps of any length, prefill included:
 	// what forge eval --act int8 scores, so that the KL it reports is
@@ -26,7 +29,8 @@ const (
 	ActInt8All
 )
 
-// Int8Rows is the longest step ActInt8 runs with int8 activations.
+// Int8Rows is the longest step ActInt8 runs with int8 activations where
+// lut.Int8Prefill is false.
 const Int8Rows = 16
 
 // String is the name ParseAct reads (ActInt8All prints as int8-all).
@@ -85,7 +89,7 @@ func (s *State) Act() Act { return s.act }
 
 // int8Step reports whether a step of rows rows runs with int8 activations.
 func (s *State) int8Step(rows int) bool {
-	return s.act == ActInt8All || s.act == ActInt8 && rows <= Int8Rows
+	return s.act == ActInt8All || s.act == ActInt8 && (rows <= Int8Rows || lut.Int8Prefill())
 }
 
 // quantize prepares the stage's int8 inputs: one per product with int8

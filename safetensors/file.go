@@ -115,6 +115,29 @@ func (f *File) Close() error {
 	return nil
 }
 
+// Evict drops the process's resident pages that lie wholly inside b, a
+// view of f's mapping (Bytes), as a caller that copied b and will rarely
+// read it again wants (lut's transposed codes): the pages stay readable,
+// read back from the file's page cache when touched, and leave the
+// process's resident set. Nothing happens for a file opened with
+// OpenBytes, a b outside the mapping, or off Linux.
+func (f *File) Evict(b []byte) {
+	if f.unmap == nil || len(b) == 0 || len(f.data) == 0 {
+		return
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(f.data)))
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if lo < base || lo-base+uintptr(len(b)) > uintptr(len(f.data)) {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	start := (lo - base + page - 1) / page * page // the mapping starts on a page
+	end := (lo - base + uintptr(len(b))) / page * page
+	if start < end {
+		dropPages(f.data[start:end])
+	}
+}
+
 // Path returns the path given to Open (or the name given to OpenBytes).
 func (f *File) Path() string { return f.path }
 

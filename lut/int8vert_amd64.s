@@ -1,0 +1,297 @@
+//go:build goexperiment.simd
+
+#include "textflag.h"
+
+// The tile kernels (int8vert.go: the layout, the order of the sums and
+// the twin, int8VertRowGo). One call runs strips consecutive strips of
+// tiles from w, for T = 1…8 rows of x (one TEXT a T, the body VBODY with
+// that T's macros). Per strip: the float32 sums of x row t are Z(8+t),
+// 16 outputs a register; per block b and lane k, the int32 sums Z(t) are
+// cleared, take the block's S tiles (s < S), each looked up once (VPSRLW,
+// two VPERMB as the row-major kernels) and multiplied by x row t's
+// broadcast dwords of columns 8k… of step s (even ones at
+// xq + (s·T + t)·128 + 4k, odd ones 64 bytes on: VPDPBUSD.BCST), then
+// are folded: Z(8+t) += float32(Z(t))·d, d = ds[(b·T + t)·16 + k]
+// broadcast, rounded after the product and after the sum
+// (int8VertRowGo's order). x of a block (T·512 bytes) stays in L1 while
+// its 16 lanes pass; the codes are one sequential stream, prefetched
+// vertAhead bytes on.
+//
+// Registers: Z0–Z7 int32 sums, Z8–Z15 float32 sums, Z16/Z17 a tile's low
+// and high nibbles looked up, Z26 the table. SI the tiles, DI x at the
+// block's start, R12 x of the tile, R14 x of the lane, R13 the lane's
+// scale (ds + b·T·64 + 4k), R8 scale bytes a block (T·64), R15 x bytes a
+// step (T·128), AX steps left, R10 steps in the block, CX tiles left in
+// the lane, DX lanes left, BX strips left, R9 h, R11 hstride in bytes.
+
+#define vertAhead 4096
+
+// VLOOK loads the next tile and looks it up.
+#define VLOOK \
+	VMOVDQU64 (SI), Z16; \
+	PREFETCHT0 vertAhead(SI); \
+	VPSRLW $4, Z16, Z17; \
+	VPERMB Z26, Z16, Z16; \
+	VPERMB Z26, Z17, Z17
+
+// VDOT adds the looked-up tile times x row t's dwords at R12 to Z(t).
+#define VDOT(t, acc) \
+	VPDPBUSD.BCST (t*128)(R12), Z16, acc; \
+	VPDPBUSD.BCST (t*128+64)(R12), Z17, acc
+
+// VFOLD folds Z(t) into Z(8+t) with x row t's scale at R13.
+#define VFOLD(t, acc, f) \
+	VCVTDQ2PS acc, acc; \
+	VMULPS.BCST (t*64)(R13), acc, acc; \
+	VADDPS acc, f, f
+
+// VBODY is a kernel after its table is loaded: zero clears the float32
+// sums, zacc the int32 ones, dots multiplies a tile by every row, fold
+// folds every row, store writes the strip's sums (R14 scratch).
+#define VBODY(zero, zacc, dots, fold, store) \
+	MOVQ w+8(FP), SI; \
+	MOVQ strips+40(FP), BX; \
+	MOVQ h+48(FP), R9; \
+	MOVQ hstride+56(FP), R11; \
+	SHLQ $2, R11; \
+	TESTQ BX, BX; \
+	JLE vdone; \
+	CMPQ steps+16(FP), $0; \
+	JLE vdone; \
+vstrip: \
+	zero; \
+	MOVQ xq+24(FP), DI; \
+	MOVQ ds+32(FP), R13; \
+	MOVQ steps+16(FP), AX; \
+vblock: \
+	MOVQ $4, R10; \
+	CMPQ AX, $4; \
+	CMOVQLT AX, R10; \
+	MOVQ $16, DX; \
+	MOVQ DI, R14; \
+vlane: \
+	zacc; \
+	MOVQ R14, R12; \
+	MOVQ R10, CX; \
+vtile: \
+	VLOOK; \
+	dots; \
+	ADDQ $64, SI; \
+	ADDQ R15, R12; \
+	DECQ CX; \
+	JNZ vtile; \
+	fold; \
+	ADDQ $4, R14; \
+	ADDQ $4, R13; \
+	DECQ DX; \
+	JNZ vlane; \
+	LEAQ -64(R13)(R8*1), R13; \
+	MOVQ R15, R12; \
+	SHLQ $2, R12; \
+	ADDQ R12, DI; \
+	SUBQ R10, AX; \
+	JNZ vblock; \
+	MOVQ R9, R14; \
+	store; \
+	ADDQ $64, R9; \
+	DECQ BX; \
+	JNZ vstrip; \
+vdone: \
+	VZEROUPPER; \
+	RET
+
+// VZEROn, VZACCn, VDOTSn, VFOLDSn and VSTOREn are VBODY's steps for n
+// rows of x: those for n − 1 rows, then row n − 1's.
+#define VZERO1 \
+	VPXORD Z8, Z8, Z8
+#define VZACC1 \
+	VPXORD Z0, Z0, Z0
+#define VDOTS1 \
+	VDOT(0, Z0)
+#define VFOLDS1 \
+	VFOLD(0, Z0, Z8)
+#define VSTORE1 \
+	VMOVUPS Z8, (R14)
+
+#define VZERO2 \
+	VZERO1; \
+	VPXORD Z9, Z9, Z9
+#define VZACC2 \
+	VZACC1; \
+	VPXORD Z1, Z1, Z1
+#define VDOTS2 \
+	VDOTS1; \
+	VDOT(1, Z1)
+#define VFOLDS2 \
+	VFOLDS1; \
+	VFOLD(1, Z1, Z9)
+#define VSTORE2 \
+	VSTORE1; \
+	ADDQ R11, R14; \
+	VMOVUPS Z9, (R14)
+
+#define VZERO3 \
+	VZERO2; \
+	VPXORD Z10, Z10, Z10
+#define VZACC3 \
+	VZACC2; \
+	VPXORD Z2, Z2, Z2
+#define VDOTS3 \
+	VDOTS2; \
+	VDOT(2, Z2)
+#define VFOLDS3 \
+	VFOLDS2; \
+	VFOLD(2, Z2, Z10)
+#define VSTORE3 \
+	VSTORE2; \
+	ADDQ R11, R14; \
+	VMOVUPS Z10, (R14)
+
+#define VZERO4 \
+	VZERO3; \
+	VPXORD Z11, Z11, Z11
+#define VZACC4 \
+	VZACC3; \
+	VPXORD Z3, Z3, Z3
+#define VDOTS4 \
+	VDOTS3; \
+	VDOT(3, Z3)
+#define VFOLDS4 \
+	VFOLDS3; \
+	VFOLD(3, Z3, Z11)
+#define VSTORE4 \
+	VSTORE3; \
+	ADDQ R11, R14; \
+	VMOVUPS Z11, (R14)
+
+#define VZERO5 \
+	VZERO4; \
+	VPXORD Z12, Z12, Z12
+#define VZACC5 \
+	VZACC4; \
+	VPXORD Z4, Z4, Z4
+#define VDOTS5 \
+	VDOTS4; \
+	VDOT(4, Z4)
+#define VFOLDS5 \
+	VFOLDS4; \
+	VFOLD(4, Z4, Z12)
+#define VSTORE5 \
+	VSTORE4; \
+	ADDQ R11, R14; \
+	VMOVUPS Z12, (R14)
+
+#define VZERO6 \
+	VZERO5; \
+	VPXORD Z13, Z13, Z13
+#define VZACC6 \
+	VZACC5; \
+	VPXORD Z5, Z5, Z5
+#define VDOTS6 \
+	VDOTS5; \
+	VDOT(5, Z5)
+#define VFOLDS6 \
+	VFOLDS5; \
+	VFOLD(5, Z5, Z13)
+#define VSTORE6 \
+	VSTORE5; \
+	ADDQ R11, R14; \
+	VMOVUPS Z13, (R14)
+
+#define VZERO7 \
+	VZERO6; \
+	VPXORD Z14, Z14, Z14
+#define VZACC7 \
+	VZACC6; \
+	VPXORD Z6, Z6, Z6
+#define VDOTS7 \
+	VDOTS6; \
+	VDOT(6, Z6)
+#define VFOLDS7 \
+	VFOLDS6; \
+	VFOLD(6, Z6, Z14)
+#define VSTORE7 \
+	VSTORE6; \
+	ADDQ R11, R14; \
+	VMOVUPS Z14, (R14)
+
+#define VZERO8 \
+	VZERO7; \
+	VPXORD Z15, Z15, Z15
+#define VZACC8 \
+	VZACC7; \
+	VPXORD Z7, Z7, Z7
+#define VDOTS8 \
+	VDOTS7; \
+	VDOT(7, Z7)
+#define VFOLDS8 \
+	VFOLDS7; \
+	VFOLD(7, Z7, Z15)
+#define VSTORE8 \
+	VSTORE7; \
+	ADDQ R11, R14; \
+	VMOVUPS Z15, (R14)
+
+// func lut4I8V1(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+TEXT ·lut4I8V1(SB), NOSPLIT, $0-64
+	MOVQ tab+0(FP), AX
+	VMOVDQU64 (AX), Z26
+	MOVQ $128, R15
+	MOVQ $64, R8
+	VBODY(VZERO1, VZACC1, VDOTS1, VFOLDS1, VSTORE1)
+
+// func lut4I8V2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+TEXT ·lut4I8V2(SB), NOSPLIT, $0-64
+	MOVQ tab+0(FP), AX
+	VMOVDQU64 (AX), Z26
+	MOVQ $256, R15
+	MOVQ $128, R8
+	VBODY(VZERO2, VZACC2, VDOTS2, VFOLDS2, VSTORE2)
+
+// func lut4I8V3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+TEXT ·lut4I8V3(SB), NOSPLIT, $0-64
+	MOVQ tab+0(FP), AX
+	VMOVDQU64 (AX), Z26
+	MOVQ $384, R15
+	MOVQ $192, R8
+	VBODY(VZERO3, VZACC3, VDOTS3, VFOLDS3, VSTORE3)
+
+// func lut4I8V4(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+TEXT ·lut4I8V4(SB), NOSPLIT, $0-64
+	MOVQ tab+0(FP), AX
+	VMOVDQU64 (AX), Z26
+	MOVQ $512, R15
+	MOVQ $256, R8
+	VBODY(VZERO4, VZACC4, VDOTS4, VFOLDS4, VSTORE4)
+
+// func lut4I8V5(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+TEXT ·lut4I8V5(SB), NOSPLIT, $0-64
+	MOVQ tab+0(FP), AX
+	VMOVDQU64 (AX), Z26
+	MOVQ $640, R15
+	MOVQ $320, R8
+	VBODY(VZERO5, VZACC5, VDOTS5, VFOLDS5, VSTORE5)
+
+// func lut4I8V6(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+TEXT ·lut4I8V6(SB), NOSPLIT, $0-64
+	MOVQ tab+0(FP), AX
+	VMOVDQU64 (AX), Z26
+	MOVQ $768, R15
+	MOVQ $384, R8
+	VBODY(VZERO6, VZACC6, VDOTS6, VFOLDS6, VSTORE6)
+
+// func lut4I8V7(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+TEXT ·lut4I8V7(SB), NOSPLIT, $0-64
+	MOVQ tab+0(FP), AX
+	VMOVDQU64 (AX), Z26
+	MOVQ $896, R15
+	MOVQ $448, R8
+	VBODY(VZERO7, VZACC7, VDOTS7, VFOLDS7, VSTORE7)
+
+// func lut4I8V8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+TEXT ·lut4I8V8(SB), NOSPLIT, $0-64
+	MOVQ tab+0(FP), AX
+	VMOVDQU64 (AX), Z26
+	MOVQ $1024, R15
+	MOVQ $512, R8
+	VBODY(VZERO8, VZACC8, VDOTS8, VFOLDS8, VSTORE8)
