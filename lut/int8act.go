@@ -252,15 +252,6 @@ func (m *Matrix) group8(r int) int {
 	return 0
 }
 
-// bookEnd returns the end of index row r's codebook group, at most r1:
-// a kernel call takes one codebook.
-func (m *Matrix) bookEnd(r, r1 int) int {
-	if m.rowsG > 0 {
-		return min(r1, (r/m.rowsG+1)*m.rowsG)
-	}
-	return r1
-}
-
 // QuantizeInput sets q to the rows of x' = x·M (M m's Rotation) quantized
 // to int8 as the formula above. It allocates only when q's buffers grow,
 // and panics if x does not have m's input width.

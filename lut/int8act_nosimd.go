@@ -22,3 +22,5 @@ func quantizeFast(q []int8, d []float32, qs []int32, x []float32) (float32, bool
 func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool { return false }
 
 func scaleOut8(ys, ss []float32, c, k float32) int { return 0 }
+
+func vertStripFast(dst, rows []byte, n int) bool { return false }

@@ -123,6 +123,15 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 	return true
 }
 
+// bookEnd returns the end of index row r's codebook group, at most r1:
+// a kernel call takes one codebook.
+func (m *Matrix) bookEnd(r, r1 int) int {
+	if m.rowsG > 0 {
+		return min(r1, (r/m.rowsG+1)*m.rowsG)
+	}
+	return r1
+}
+
 // int8Kernel runs the kernels from index row r on as many outputs as
 // they take before r1 and the end of r's codebook group (whole groups of
 // eight outputs for the AVX-512 kernels, any number for the AVX2 ones),

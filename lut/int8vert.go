@@ -87,7 +87,10 @@ func (m *Matrix) tiles(r0, r1 int) []byte {
 	for u := r0 / (vertUnit * vertRows); u < len(v.units) && u*vertUnit*vertRows < r1; u++ {
 		v.units[u].Do(func() {
 			for i := u * vertUnit; i < min(strips, (u+1)*vertUnit); i++ {
-				vertStrip(v.b[i*vertRows*n:][:vertRows*n], idx[i*vertRows*n:][:vertRows*n], n)
+				dst, rows := v.b[i*vertRows*n:][:vertRows*n], idx[i*vertRows*n:][:vertRows*n]
+				if !vertStripFast(dst, rows, n) {
+					vertStrip(dst, rows, n)
+				}
 			}
 			if v.done.Add(1) == int64(len(v.units)) && m.p.Evict != nil && m.idx8 == nil {
 				m.p.Evict(m.p.Index)

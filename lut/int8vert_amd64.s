@@ -295,3 +295,77 @@ TEXT ·lut4I8V8(SB), NOSPLIT, $0-64
 	MOVQ $1024, R15
 	MOVQ $512, R8
 	VBODY(VZERO8, VZACC8, VDOTS8, VFOLDS8, VSTORE8)
+
+// vertIota is 0…15, the lanes' numbers.
+DATA vertIota<>+0(SB)/4, $0
+DATA vertIota<>+4(SB)/4, $1
+DATA vertIota<>+8(SB)/4, $2
+DATA vertIota<>+12(SB)/4, $3
+DATA vertIota<>+16(SB)/4, $4
+DATA vertIota<>+20(SB)/4, $5
+DATA vertIota<>+24(SB)/4, $6
+DATA vertIota<>+28(SB)/4, $7
+DATA vertIota<>+32(SB)/4, $8
+DATA vertIota<>+36(SB)/4, $9
+DATA vertIota<>+40(SB)/4, $10
+DATA vertIota<>+44(SB)/4, $11
+DATA vertIota<>+48(SB)/4, $12
+DATA vertIota<>+52(SB)/4, $13
+DATA vertIota<>+56(SB)/4, $14
+DATA vertIota<>+60(SB)/4, $15
+GLOBL vertIota<>(SB), RODATA|NOPTR, $64
+
+// func vertStrip16(dst unsafe.Pointer, rows unsafe.Pointer, n int, steps int)
+//
+// vertStrip's twin: the strip's tiles in order, each gathered from its 16
+// rows (VPGATHERDD, lane r at rows + r·n) and stored whole. Registers: Z1
+// the offsets r·n, SI the block's first step in row 0, R11 its lane k,
+// R12 the tile's dword in row 0, R9 steps in the block, R8 steps done,
+// DX lanes left, R13 tiles left in the lane.
+TEXT ·vertStrip16(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ rows+8(FP), SI
+	MOVQ n+16(FP), AX
+	MOVQ steps+24(FP), CX
+	VPBROADCASTD AX, Z1
+	VPMULLD vertIota<>(SB), Z1, Z1
+	XORQ R8, R8
+	TESTQ CX, CX
+	JLE gdone
+
+gblock:
+	MOVQ CX, R9
+	SUBQ R8, R9
+	CMPQ R9, $4
+	JLE gsteps
+	MOVQ $4, R9
+
+gsteps:
+	MOVQ SI, R11
+	MOVQ $16, DX
+
+glane:
+	MOVQ R11, R12
+	MOVQ R9, R13
+
+gtile:
+	KXNORW K1, K1, K1
+	VPGATHERDD (R12)(Z1*1), K1, Z0
+	VMOVDQU64 Z0, (DI)
+	ADDQ $64, DI
+	ADDQ $64, R12
+	DECQ R13
+	JNZ gtile
+	ADDQ $4, R11
+	DECQ DX
+	JNZ glane
+	MOVQ R9, R10
+	SHLQ $6, R10
+	ADDQ R10, SI
+	ADDQ R9, R8
+	CMPQ R8, CX
+	JLT gblock
+
+gdone:
+	VZEROUPPER
+	RET

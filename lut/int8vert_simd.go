@@ -39,6 +39,12 @@ func lut4I8V7(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds 
 //go:noescape
 func lut4I8V8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
 
+// vertStrip16 is vertStrip in assembly (int8vert_amd64.s): the tiles of
+// one strip, 16 index rows of n bytes (steps of 64) from rows, to dst.
+//
+//go:noescape
+func vertStrip16(dst unsafe.Pointer, rows unsafe.Pointer, n int, steps int)
+
 var vertKernels = [int8Chunk + 1]func(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int){
 	nil, lut4I8V1, lut4I8V2, lut4I8V3, lut4I8V4, lut4I8V5, lut4I8V6, lut4I8V7, lut4I8V8,
 }
@@ -82,4 +88,14 @@ func (m *Matrix) vertRowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) {
 	for t := range q.rows {
 		m.int8Scale(dst.Row(t), q.k[t], r0, r1)
 	}
+}
+
+// vertStripFast is vertStrip16 where the tile kernels run (reports
+// whether it ran).
+func vertStripFast(dst, rows []byte, n int) bool {
+	if !int8Ready || !useFast || len(rows) < vertRows*n || len(dst) < vertRows*n || n%64 != 0 || n == 0 {
+		return false
+	}
+	vertStrip16(unsafe.Pointer(&dst[0]), unsafe.Pointer(&rows[0]), n, n/64)
+	return true
 }

@@ -152,3 +152,30 @@ func TestInt8VertOrder(t *testing.T) {
 	}
 	t.Logf("%d of 256 sums differ in their last bits", differ)
 }
+
+// TestVertStripFast compares the gathering transposition (vertStrip16)
+// with vertStrip byte for byte, for blocks of four steps and a short last
+// one (1, 2, 5, 9 and 54 steps).
+func TestVertStripFast(t *testing.T) {
+	for _, steps := range []int{1, 2, 5, 9, 54} {
+		n := 64 * steps
+		rows := make([]byte, vertRows*n)
+		for i := range rows {
+			rows[i] = byte(i*131 + i/7)
+		}
+		want, got := make([]byte, len(rows)), make([]byte, len(rows))
+		vertStrip(want, rows, n)
+		if !vertStripFast(got, rows, n) {
+			if int8Ready {
+				t.Fatal("vertStrip16 did not run")
+			}
+			t.Logf("no AVX-512 VNNI: nothing to compare")
+			return
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%d steps: byte %d = %#x, want %#x", steps, i, got[i], want[i])
+			}
+		}
+	}
+}
