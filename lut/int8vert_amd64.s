@@ -26,13 +26,15 @@
 
 #define vertAhead 4096
 
-// VLOOK loads the next tile and looks it up.
-#define VLOOK \
-	VMOVDQU64 (SI), Z16; \
-	PREFETCHT0 vertAhead(SI); \
+// VLOOKAT loads the tile at SI + off and looks it up; VLOOK the next.
+#define VLOOKAT(off) \
+	VMOVDQU64 off(SI), Z16; \
+	PREFETCHT0 (vertAhead+off)(SI); \
 	VPSRLW $4, Z16, Z17; \
 	VPERMB Z26, Z16, Z16; \
 	VPERMB Z26, Z17, Z17
+
+#define VLOOK VLOOKAT(0)
 
 // VDOT adds the looked-up tile times x row t's dwords at R12 to Z(t).
 #define VDOT(t, acc) \
@@ -47,7 +49,10 @@
 
 // VBODY is a kernel after its table is loaded: zero clears the float32
 // sums, zacc the int32 ones, dots multiplies a tile by every row, fold
-// folds every row, store writes the strip's sums (R14 scratch).
+// folds every row, store writes the strip's sums (R14 scratch). A lane
+// of a whole block runs its four tiles unrolled (one and two rows of x
+// in L1 on one core, 256×4096: 5.8–6.0 → 5.7 µs, 8.7 → 8.3 µs), a short
+// last block's in a loop.
 #define VBODY(zero, zacc, dots, fold, store) \
 	MOVQ w+8(FP), SI; \
 	MOVQ strips+40(FP), BX; \
@@ -72,6 +77,22 @@ vblock: \
 vlane: \
 	zacc; \
 	MOVQ R14, R12; \
+	CMPQ R10, $4; \
+	JNE vshort; \
+	VLOOK; \
+	dots; \
+	ADDQ R15, R12; \
+	VLOOKAT(64); \
+	dots; \
+	ADDQ R15, R12; \
+	VLOOKAT(128); \
+	dots; \
+	ADDQ R15, R12; \
+	VLOOKAT(192); \
+	dots; \
+	ADDQ $256, SI; \
+	JMP vfold; \
+vshort: \
 	MOVQ R10, CX; \
 vtile: \
 	VLOOK; \
@@ -80,6 +101,7 @@ vtile: \
 	ADDQ R15, R12; \
 	DECQ CX; \
 	JNZ vtile; \
+vfold: \
 	fold; \
 	ADDQ $4, R14; \
 	ADDQ $4, R13; \
