@@ -420,6 +420,9 @@ func (m *Matrix) MulInt8(dst *tensor.Matrix, q *Int8Input) {
 // the fast kernels where they run, the twin (int8RowRef) elsewhere, then
 // the scales.
 func (m *Matrix) int8Rows(y []float32, q *Int8Input, t, r0, r1 int) {
+	if m.vertRow(y, q, t, r0, r1) {
+		return
+	}
 	steps := (m.in + int8Step - 1) / int8Step
 	nb := 16 * ((m.in + int8Block - 1) / int8Block)
 	qx, dx := q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb]

@@ -24,3 +24,5 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool { 
 func scaleOut8(ys, ss []float32, c, k float32) int { return 0 }
 
 func vertStripFast(dst, rows []byte, n int) bool { return false }
+
+func (m *Matrix) vertRow(y []float32, q *Int8Input, t, r0, r1 int) bool { return false }

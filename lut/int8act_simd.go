@@ -81,7 +81,7 @@ func (m *Matrix) int8RowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) bool {
 		return false
 	}
 	if m.vert != nil {
-		m.vertRowsT(dst, q, r0, r1)
+		m.vertRows(dst, q, r0, r1)
 		return true
 	}
 	d := m.f.Dim
@@ -142,11 +142,8 @@ func (m *Matrix) bookEnd(r, r1 int) int {
 func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r, r1 int) int {
 	d := m.f.Dim
 	end := m.bookEnd(r, r1)
-	if m.vert != nil { // the tile order (int8vert.go): its kernel or the twin
-		if !int8Ready {
-			return r
-		}
-		return m.vertKernel(y, 0, unsafe.Pointer(&qx[0]), &dx[0], 1, r, end)
+	if m.vert != nil { // the tile order without its kernels (int8Rows runs vertRow where they run)
+		return r
 	}
 	idx, n := m.codes8()
 	if int8A2 {

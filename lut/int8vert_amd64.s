@@ -47,6 +47,15 @@
 	VMULPS.BCST (t*64)(R13), acc, acc; \
 	VADDPS acc, f, f
 
+// VOUT stores x row t's sums f of the strip's 16 outputs at R14 as
+// int8Scale makes them outputs: s·(c·(f − k_t)), k_t at R13 + 4t, c in
+// Z27, the strip's scales s at R12 (the same operations, so its bits).
+#define VOUT(t, f) \
+	VSUBPS.BCST (t*4)(R13), f, f; \
+	VMULPS Z27, f, f; \
+	VMULPS (R12), f, f; \
+	VMOVUPS f, (R14)
+
 // VBODY is a kernel after its table is loaded: zero clears the float32
 // sums, zacc the int32 ones, dots multiplies a tile by every row, fold
 // folds every row, store writes the strip's sums (R14 scratch). A lane
@@ -113,6 +122,11 @@ vfold: \
 	ADDQ R12, DI; \
 	SUBQ R10, AX; \
 	JNZ vblock; \
+	MOVQ strips+40(FP), R12; \
+	SUBQ BX, R12; \
+	SHLQ $6, R12; \
+	ADDQ ss+80(FP), R12; \
+	MOVQ ks+64(FP), R13; \
 	MOVQ R9, R14; \
 	store; \
 	ADDQ $64, R9; \
@@ -133,7 +147,7 @@ vdone: \
 #define VFOLDS1 \
 	VFOLD(0, Z0, Z8)
 #define VSTORE1 \
-	VMOVUPS Z8, (R14)
+	VOUT(0, Z8)
 
 #define VZERO2 \
 	VZERO1; \
@@ -150,7 +164,7 @@ vdone: \
 #define VSTORE2 \
 	VSTORE1; \
 	ADDQ R11, R14; \
-	VMOVUPS Z9, (R14)
+	VOUT(1, Z9)
 
 #define VZERO3 \
 	VZERO2; \
@@ -167,7 +181,7 @@ vdone: \
 #define VSTORE3 \
 	VSTORE2; \
 	ADDQ R11, R14; \
-	VMOVUPS Z10, (R14)
+	VOUT(2, Z10)
 
 #define VZERO4 \
 	VZERO3; \
@@ -184,7 +198,7 @@ vdone: \
 #define VSTORE4 \
 	VSTORE3; \
 	ADDQ R11, R14; \
-	VMOVUPS Z11, (R14)
+	VOUT(3, Z11)
 
 #define VZERO5 \
 	VZERO4; \
@@ -201,7 +215,7 @@ vdone: \
 #define VSTORE5 \
 	VSTORE4; \
 	ADDQ R11, R14; \
-	VMOVUPS Z12, (R14)
+	VOUT(4, Z12)
 
 #define VZERO6 \
 	VZERO5; \
@@ -218,7 +232,7 @@ vdone: \
 #define VSTORE6 \
 	VSTORE5; \
 	ADDQ R11, R14; \
-	VMOVUPS Z13, (R14)
+	VOUT(5, Z13)
 
 #define VZERO7 \
 	VZERO6; \
@@ -235,7 +249,7 @@ vdone: \
 #define VSTORE7 \
 	VSTORE6; \
 	ADDQ R11, R14; \
-	VMOVUPS Z14, (R14)
+	VOUT(6, Z14)
 
 #define VZERO8 \
 	VZERO7; \
@@ -252,68 +266,84 @@ vdone: \
 #define VSTORE8 \
 	VSTORE7; \
 	ADDQ R11, R14; \
-	VMOVUPS Z15, (R14)
+	VOUT(7, Z15)
 
-// func lut4I8V1(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
-TEXT ·lut4I8V1(SB), NOSPLIT, $0-64
+// func lut4I8V1(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
+TEXT ·lut4I8V1(SB), NOSPLIT, $0-88
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
+	MOVQ cs+72(FP), AX
+	VBROADCASTSS (AX), Z27
 	MOVQ $128, R15
 	MOVQ $64, R8
 	VBODY(VZERO1, VZACC1, VDOTS1, VFOLDS1, VSTORE1)
 
-// func lut4I8V2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
-TEXT ·lut4I8V2(SB), NOSPLIT, $0-64
+// func lut4I8V2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
+TEXT ·lut4I8V2(SB), NOSPLIT, $0-88
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
+	MOVQ cs+72(FP), AX
+	VBROADCASTSS (AX), Z27
 	MOVQ $256, R15
 	MOVQ $128, R8
 	VBODY(VZERO2, VZACC2, VDOTS2, VFOLDS2, VSTORE2)
 
-// func lut4I8V3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
-TEXT ·lut4I8V3(SB), NOSPLIT, $0-64
+// func lut4I8V3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
+TEXT ·lut4I8V3(SB), NOSPLIT, $0-88
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
+	MOVQ cs+72(FP), AX
+	VBROADCASTSS (AX), Z27
 	MOVQ $384, R15
 	MOVQ $192, R8
 	VBODY(VZERO3, VZACC3, VDOTS3, VFOLDS3, VSTORE3)
 
-// func lut4I8V4(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
-TEXT ·lut4I8V4(SB), NOSPLIT, $0-64
+// func lut4I8V4(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
+TEXT ·lut4I8V4(SB), NOSPLIT, $0-88
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
+	MOVQ cs+72(FP), AX
+	VBROADCASTSS (AX), Z27
 	MOVQ $512, R15
 	MOVQ $256, R8
 	VBODY(VZERO4, VZACC4, VDOTS4, VFOLDS4, VSTORE4)
 
-// func lut4I8V5(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
-TEXT ·lut4I8V5(SB), NOSPLIT, $0-64
+// func lut4I8V5(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
+TEXT ·lut4I8V5(SB), NOSPLIT, $0-88
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
+	MOVQ cs+72(FP), AX
+	VBROADCASTSS (AX), Z27
 	MOVQ $640, R15
 	MOVQ $320, R8
 	VBODY(VZERO5, VZACC5, VDOTS5, VFOLDS5, VSTORE5)
 
-// func lut4I8V6(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
-TEXT ·lut4I8V6(SB), NOSPLIT, $0-64
+// func lut4I8V6(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
+TEXT ·lut4I8V6(SB), NOSPLIT, $0-88
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
+	MOVQ cs+72(FP), AX
+	VBROADCASTSS (AX), Z27
 	MOVQ $768, R15
 	MOVQ $384, R8
 	VBODY(VZERO6, VZACC6, VDOTS6, VFOLDS6, VSTORE6)
 
-// func lut4I8V7(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
-TEXT ·lut4I8V7(SB), NOSPLIT, $0-64
+// func lut4I8V7(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
+TEXT ·lut4I8V7(SB), NOSPLIT, $0-88
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
+	MOVQ cs+72(FP), AX
+	VBROADCASTSS (AX), Z27
 	MOVQ $896, R15
 	MOVQ $448, R8
 	VBODY(VZERO7, VZACC7, VDOTS7, VFOLDS7, VSTORE7)
 
-// func lut4I8V8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
-TEXT ·lut4I8V8(SB), NOSPLIT, $0-64
+// func lut4I8V8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
+TEXT ·lut4I8V8(SB), NOSPLIT, $0-88
 	MOVQ tab+0(FP), AX
 	VMOVDQU64 (AX), Z26
+	MOVQ cs+72(FP), AX
+	VBROADCASTSS (AX), Z27
 	MOVQ $1024, R15
 	MOVQ $512, R8
 	VBODY(VZERO8, VZACC8, VDOTS8, VFOLDS8, VSTORE8)

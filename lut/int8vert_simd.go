@@ -10,34 +10,36 @@ import (
 
 // lut4I8V1 … lut4I8V8 are the tile kernels (int8vert_amd64.s) for one to
 // eight rows of x: for strips consecutive strips of tiles from w (one
-// table), h[t·hstride + 16·i + r] = F of index row 16i + r and x row t
-// (int8VertRowGo's value, bit for bit). x and its scales are laid out as
-// the multi-row kernels take them (Int8Input.interleave; one row's q and
-// d as they are).
+// table, whose codebook scale is *cs), h[t·hstride + 16·i + r] = F of
+// index row 16i + r and x row t (int8VertRowGo's value, bit for bit)
+// made an output as int8Scale makes it: s·(c·(F − k_t)), with k_t =
+// ks[t] and s = ss[16i + r]. x and its scales are laid out as the
+// multi-row kernels take them (Int8Input.interleave; one row's q and d
+// as they are).
 //
 //go:noescape
-func lut4I8V1(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+func lut4I8V1(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
 
 //go:noescape
-func lut4I8V2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+func lut4I8V2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
 
 //go:noescape
-func lut4I8V3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+func lut4I8V3(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
 
 //go:noescape
-func lut4I8V4(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+func lut4I8V4(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
 
 //go:noescape
-func lut4I8V5(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+func lut4I8V5(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
 
 //go:noescape
-func lut4I8V6(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+func lut4I8V6(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
 
 //go:noescape
-func lut4I8V7(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+func lut4I8V7(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
 
 //go:noescape
-func lut4I8V8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int)
+func lut4I8V8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32)
 
 // vertStrip16 is vertStrip in assembly (int8vert_amd64.s): the tiles of
 // one strip, 16 index rows of n bytes (steps of 64) from rows, to dst.
@@ -45,49 +47,73 @@ func lut4I8V8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds 
 //go:noescape
 func vertStrip16(dst unsafe.Pointer, rows unsafe.Pointer, n int, steps int)
 
-var vertKernels = [int8Chunk + 1]func(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int){
+var vertKernels = [int8Chunk + 1]func(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32){
 	nil, lut4I8V1, lut4I8V2, lut4I8V3, lut4I8V4, lut4I8V5, lut4I8V6, lut4I8V7, lut4I8V8,
 }
 
-// vertKernel runs the tile kernel for T rows of x on the whole strips
-// from index row r (a strip's first row) up to end, writing row t's sums
-// to h[t·hstride + …], and returns the first row it left (r itself when
-// r starts no strip or none fits).
-func (m *Matrix) vertKernel(h []float32, hstride int, xq unsafe.Pointer, ds *float32, T, r, end int) int {
+// vertKernel runs the tile kernel for T rows of x (their k at ks) on
+// the whole strips from index row r (a strip's first row) up to end,
+// writing row t's outputs to h[t·hstride + …], and returns the first row
+// it left (r itself when r starts no strip or none fits).
+func (m *Matrix) vertKernel(h []float32, hstride int, xq unsafe.Pointer, ds *float32, ks []float32, T, r, end int) int {
 	strips := (end - r) / vertRows
 	if r%vertRows != 0 || strips <= 0 {
 		return r
 	}
 	_, n := m.codes8()
 	w := m.tiles(r, r+strips*vertRows)
-	vertKernels[T](m.table8(r, 0), unsafe.Pointer(&w[r*n]), n/64, xq, ds, strips, &h[r], hstride)
+	vertKernels[T](m.table8(r, 0), unsafe.Pointer(&w[r*n]), n/64, xq, ds, strips, &h[r], hstride, &ks[0], &m.cbd[m.group8(r)], &m.scale[r])
 	return r + strips*vertRows
 }
 
-// vertRowsT is int8RowsT for a matrix in the tile order: each chunk of
-// up to int8Chunk rows of x (interleaved) meets every whole strip once;
-// rows outside whole strips run the twin.
-func (m *Matrix) vertRowsT(dst *tensor.Matrix, q *Int8Input, r0, r1 int) {
+// vertRowsT computes outputs [r0, r1) of T rows of x for a matrix in the
+// tile order: row t0 + t's at h[t·hstride + …], x and its scales at xq
+// and ds in the multi-row layout (one row's as they are), their k at ks;
+// q and d give row t's own q and d for the twin. Whole strips run the
+// kernel, other rows the twin and int8Scale.
+func (m *Matrix) vertRowsT(h []float32, hstride int, xq unsafe.Pointer, ds *float32, ks []float32, q func(t int) ([]int8, []float32), T, r0, r1 int) {
+	for r := r0; r < r1; {
+		end := m.bookEnd(r, r1)
+		if next := m.vertKernel(h, hstride, xq, ds, ks, T, r, end); next > r {
+			r = next
+			continue
+		}
+		for t := range T {
+			y := h[t*hstride:]
+			qx, dx := q(t)
+			y[r] = m.int8RowRef(r, 0, qx, dx)
+			m.int8Scale(y, ks[t], r, r+1)
+		}
+		r++
+	}
+}
+
+// vertRows is int8RowsT for a matrix in the tile order: each chunk of up
+// to int8Chunk rows of x (interleaved) meets every whole strip once.
+func (m *Matrix) vertRows(dst *tensor.Matrix, q *Int8Input, r0, r1 int) {
 	_, n := m.codes8()
 	steps, nb := n/64, 16*((m.in+int8Block-1)/int8Block)
 	for t0 := 0; t0 < q.rows; t0 += int8Chunk {
 		T := min(int8Chunk, q.rows-t0)
-		qc, dc := unsafe.Pointer(&q.qi[t0*steps*int8Step]), &q.di[t0*nb]
-		for r := r0; r < r1; {
-			end := m.bookEnd(r, r1)
-			if next := m.vertKernel(dst.Data[t0*dst.Cols:], dst.Cols, qc, dc, T, r, end); next > r {
-				r = next
-				continue
-			}
-			for t := t0; t < t0+T; t++ {
-				dst.Row(t)[r] = m.int8RowRef(r, 0, q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb])
-			}
-			r++
+		row := func(t int) ([]int8, []float32) {
+			return q.q[(t0+t)*steps*int8Step:][:steps*int8Step], q.d[(t0+t)*nb:][:nb]
 		}
+		m.vertRowsT(dst.Data[t0*dst.Cols:], dst.Cols, unsafe.Pointer(&q.qi[t0*steps*int8Step]), &q.di[t0*nb], q.k[t0:t0+T], row, T, r0, r1)
 	}
-	for t := range q.rows {
-		m.int8Scale(dst.Row(t), q.k[t], r0, r1)
+}
+
+// vertRow is int8Rows for a matrix in the tile order, where the kernels
+// run (reports whether they do).
+func (m *Matrix) vertRow(y []float32, q *Int8Input, t, r0, r1 int) bool {
+	if m.vert == nil || !int8Ready || !useFast {
+		return false
 	}
+	_, n := m.codes8()
+	steps, nb := n/64, 16*((m.in+int8Block-1)/int8Block)
+	qx, dx := q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb]
+	row := func(int) ([]int8, []float32) { return qx, dx }
+	m.vertRowsT(y, 0, unsafe.Pointer(&qx[0]), &dx[0], q.k[t:t+1], row, 1, r0, r1)
+	return true
 }
 
 // vertStripFast is vertStrip16 where the tile kernels run (reports
