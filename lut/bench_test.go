@@ -266,10 +266,10 @@ func BenchmarkLUTMulInt8(b *testing.B) {
 		f := mustFormat(b, name)
 		// 6912×2048 and 2048×6912: the synth-1.4b's MLP up and down
 		// projections (at T = 8 the down projection's x overflows L1).
-		// LUT4 runs in the tile order where its kernels run, and as its
+		// Both run in the tile order where its kernels run, and as their
 		// peer in the same run the row-major kernels ("rows").
 		orders := []bool{false}
-		if f.Kind == Scalar && int8Vert {
+		if int8Vert {
 			orders = []bool{true, false}
 		}
 		for _, s := range [][2]int{{4096, 4096}, {17408, 5120}, {2048, 6912}, {6912, 2048}} {

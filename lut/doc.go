@@ -37,7 +37,7 @@
 //	int8act.go        int8 activations: Int8Input, QuantizeInput, MulRowsInt8, MulInt8, the portable twin
 //	int8act_simd.go, int8_amd64.s   their AVX-512 VNNI/VBMI quantizer and kernels (4-bit LUTs, 2x16)
 //	int8_avx2_amd64.s, quantize_avx2.go   their AVX2 kernels (one, two or three rows of x) and quantizer, for CPUs without AVX-512
-//	int8vert.go, int8vert_simd.go, int8vert_amd64.s   4-bit scalar LUTs' int8 products on vertical tiles (AVX-512 VNNI): layout, twin, kernels
+//	int8vert.go, int8vert_simd.go, int8vert_amd64.s   4-bit scalar and 2x16 LUTs' int8 products on vertical tiles (AVX-512 VNNI): layout, twin, kernels
 //	hugebytes_linux.go  memory for the tiles, advised to take 2 MiB pages
 //	panel.go          products of several rows where no fast kernel runs: widened panels through the dense GEMM
 //
@@ -142,15 +142,16 @@
 // looked-up ℓ + 64 by q and add 64·Σq; the multi-row ones give ℓ the
 // sign of q with VPSIGNB and multiply |q|); one row of x at a time, or
 // (scalar LUTs) three or two rows sharing each looked-up step of codes.
-// Where the AVX-512 VNNI kernels run, a 4-bit scalar LUT matrix instead
-// multiplies on vertical tiles (int8vert.go): its codes transposed once,
-// at the first int8 product, into tiles of 16 output rows × 8 columns;
-// one lookup of a tile serves every row of x (one to eight) with
-// broadcast x operands, the int32 lanes being the outputs. Same integer
-// sums, another fixed float32 order (group by group rather than per lane,
-// then across lanes), used by all of that matrix's int8 products and its
-// twin, so a row's bits still do not depend on T or the range. A bundle's
-// mapped codes leave the resident set once transposed (Parts.Evict).
+// Where the AVX-512 VNNI kernels run, a 4-bit scalar or 2x16 LUT matrix
+// instead multiplies on vertical tiles (int8vert.go): its codes
+// transposed once, at the first int8 product, into tiles of 16 index
+// rows × 8 columns; one lookup of a tile serves every row of x (one to
+// eight) with broadcast x operands, the int32 lanes being the outputs.
+// Same integer sums, another fixed float32 order (group by group rather
+// than per lane, then across lanes), used by all of that matrix's int8
+// products and its twin, so a row's bits still do not depend on T or the
+// range. A bundle's mapped codes leave the resident set once transposed
+// (Parts.Evict).
 // A width that is not a multiple of 128 is zero-padded to one (x' with
 // zero columns, the kernels reading a padded copy of the index rows).
 // The cost against Mul is bounded in the tests and measured on models by

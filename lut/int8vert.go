@@ -7,22 +7,23 @@ import (
 )
 
 // Vertical tiles (int8vert_amd64.s): the int8 products of a 4-bit scalar
-// LUT matrix on AVX-512 VNNI hosts, one kernel for one row of x (decode)
-// and for up to int8Chunk rows (a verify block). The row-major kernels
+// or 2x16 LUT matrix on AVX-512 VNNI hosts, one kernel for one row of x
+// (decode) and for up to int8Chunk rows (a verify block). The row-major kernels
 // (int8_amd64.s, int8rows_amd64.s) keep one int32 lane per scale group
 // of an output row and sum the lanes at the end; several rows of x then
 // need an accumulator per (output row, x row) and each looked-up step of
 // codes is reused from registers only four rows of x at a time. Here the
 // codes are transposed once, at the first int8 product, into tiles of 16
-// output rows (a strip) by 8 columns, the 64 bytes of one scale group's
-// lane in one step:
+// index rows (a strip: 16 output rows, 32 for 2x16) by 8 columns, the 64
+// bytes of one scale group's lane in one step:
 //
 //	tile (b, k, s) of strip i, lane r = bytes 4k…4k+3 of step 4b+s of index row 16i+r
 //	                                    (columns 128(4b+s) + 8k … + 7, low nibbles the even ones)
 //	strip i: for each block b, for each lane k < 16, the tiles s < S_b (S_b = steps in block b, 4 but in the last)
 //
-// One lookup of a tile (two VPERMB) gives 16 output rows × 8 weights, and
-// each row t of x meets it with two VPDPBUSD whose x operand is one
+// One lookup of a tile (two VPERMB; four for 2x16, a table a component)
+// gives 16 output rows × 8 weights (twice for 2x16), and each row t of x
+// meets it with two VPDPBUSD (four) whose x operand is one
 // broadcast dword (x's phase layout puts q of columns 8k, 8k+2, 8k+4,
 // 8k+6 of a step in one dword, the odd ones 64 bytes on): the int32 lanes
 // are already the 16 outputs, so T rows of x need T accumulators and the
@@ -47,7 +48,7 @@ import (
 // int32 sums.
 const vertRows = 16
 
-// int8Vert reports whether New gives 4-bit scalar LUT matrices the tile
+// int8Vert reports whether New gives 4-bit scalar and 2x16 LUT matrices the tile
 // order: where the tile kernels run (tests set it to run the twin alone).
 var int8Vert = int8Ready
 
@@ -68,9 +69,10 @@ type vertTiles struct {
 const vertUnit = 2
 
 // useVert reports whether m's int8 products take the tile order: 4-bit
-// scalar LUTs whose codebook groups are whole strips.
+// scalar and 2x16 LUTs (the int8 kernels' formats) whose codebook groups
+// are whole strips.
 func (m *Matrix) useVert() bool {
-	return int8Vert && m.f.Kind == Scalar && m.f.Dim == 1 && (m.rowsG == 0 || m.rowsG%vertRows == 0)
+	return int8Vert && m.f.Dim <= 2 && (m.rowsG == 0 || m.rowsG%vertRows == 0)
 }
 
 // tiles returns m's tiles with those of index rows [r0, r1) made

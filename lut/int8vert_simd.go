@@ -47,6 +47,29 @@ func lut4I8V8(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds 
 //go:noescape
 func vertStrip16(dst unsafe.Pointer, rows unsafe.Pointer, n int, steps int)
 
+// vec2I8V1 … vec2I8V4 are the 2x16 tile kernels (int8vert_amd64.s): as
+// lut4I8V1…4 for one to four rows of x, both components' tables at tab,
+// index row 16i + r's outputs at h[t·hstride + 32i + 2r + c] (scales ss
+// likewise), x's rows xstride bytes a step and their scales dstride
+// bytes a block apart (the layout of a chunk of eight rows, of which a
+// call takes four).
+//
+//go:noescape
+func vec2I8V1(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32, xstride int, dstride int)
+
+//go:noescape
+func vec2I8V2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32, xstride int, dstride int)
+
+//go:noescape
+func vec2I8V3(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32, xstride int, dstride int)
+
+//go:noescape
+func vec2I8V4(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32, xstride int, dstride int)
+
+var vec2Kernels = [5]func(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32, xstride int, dstride int){
+	nil, vec2I8V1, vec2I8V2, vec2I8V3, vec2I8V4,
+}
+
 var vertKernels = [int8Chunk + 1]func(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, strips int, h *float32, hstride int, ks *float32, cs *float32, ss *float32){
 	nil, lut4I8V1, lut4I8V2, lut4I8V3, lut4I8V4, lut4I8V5, lut4I8V6, lut4I8V7, lut4I8V8,
 }
@@ -61,8 +84,18 @@ func (m *Matrix) vertKernel(h []float32, hstride int, xq unsafe.Pointer, ds *flo
 		return r
 	}
 	_, n := m.codes8()
-	w := m.tiles(r, r+strips*vertRows)
-	vertKernels[T](m.table8(r, 0), unsafe.Pointer(&w[r*n]), n/64, xq, ds, strips, &h[r], hstride, &ks[0], &m.cbd[m.group8(r)], &m.scale[r])
+	w := unsafe.Pointer(&m.tiles(r, r+strips*vertRows)[r*n])
+	c := &m.cbd[m.group8(r)]
+	if m.f.Dim == 1 {
+		vertKernels[T](m.table8(r, 0), w, n/64, xq, ds, strips, &h[r], hstride, &ks[0], c, &m.scale[r])
+		return r + strips*vertRows
+	}
+	tab := (*[128]byte)(unsafe.Pointer(m.table8(r, 0)))
+	for t := 0; t < T; t += 4 { // four rows of x a call
+		k := min(4, T-t)
+		vec2Kernels[k](tab, w, n/64, unsafe.Add(xq, t*int8Step), (*float32)(unsafe.Add(unsafe.Pointer(ds), t*64)),
+			strips, &h[t*hstride+2*r], hstride, &ks[t], c, &m.scale[2*r], T*int8Step, T*64)
+	}
 	return r + strips*vertRows
 }
 
@@ -81,7 +114,9 @@ func (m *Matrix) vertRowsT(h []float32, hstride int, xq unsafe.Pointer, ds *floa
 		for t := range T {
 			y := h[t*hstride:]
 			qx, dx := q(t)
-			y[r] = m.int8RowRef(r, 0, qx, dx)
+			for c := range m.f.Dim {
+				y[r*m.f.Dim+c] = m.int8RowRef(r, c, qx, dx)
+			}
 			m.int8Scale(y, ks[t], r, r+1)
 		}
 		r++

@@ -50,17 +50,18 @@ func TestVertTiles(t *testing.T) {
 }
 
 // TestInt8VertKernels compares the tile kernels (T = 1…8 rows at once,
-// and 11 rows: a chunk of eight and one of three) with the twin,
+// and 11 rows: a chunk of eight and one of three; 2x16 four rows a call)
+// with the twin,
 // int8VertRowGo, bit for bit: widths whose last block is short (192: two
 // steps; 640: five) or long (4224), codebooks per tensor and per 16 or
-// 32 rows, and output counts that leave rows past the last strip (40,
+// 32 rows (2x16: 32 outputs, 16 index rows), and output counts that leave rows past the last strip (40,
 // 72) or a codebook run that ends inside a kernel call's range. Without
 // the kernels (no AVX-512 VNNI) it compares the twin with itself.
 func TestInt8VertKernels(t *testing.T) {
 	saved := int8Vert
 	int8Vert = true
 	defer func() { int8Vert = saved }()
-	for _, name := range []string{"LUT4 per-tensor + pcs", "LUT4 g16 + pcs", "LUT4 g32 + pcs"} {
+	for _, name := range []string{"LUT4 per-tensor + pcs", "LUT4 g16 + pcs", "LUT4 g32 + pcs", "vector 2x16 + pcs", "vector 2x16 g32 + pcs"} {
 		f := mustFormat(t, name)
 		for _, sh := range [][2]int{{16, 128}, {40, 192}, {64, 640}, {72, 1152}, {32, 4224}} {
 			out, in := sh[0], sh[1]
@@ -73,11 +74,12 @@ func TestInt8VertKernels(t *testing.T) {
 				var q Int8Input
 				m.QuantizeInput(&q, x)
 				want := tensor.New(T, out)
+				d := f.Dim
 				for tt := range T {
 					for o := range out {
-						want.Row(tt)[o] = int8VertRowGo(m.table8(o, 0), m.codesRow(o), q.q[tt*len(q.q)/T:][:len(q.q)/T], q.d[tt*len(q.d)/T:][:len(q.d)/T])
+						want.Row(tt)[o] = int8VertRowGo(m.table8(o/d, o%d), m.codesRow(o/d), q.q[tt*len(q.q)/T:][:len(q.q)/T], q.d[tt*len(q.d)/T:][:len(q.d)/T])
 					}
-					m.int8Scale(want.Row(tt), q.k[tt], 0, out)
+					m.int8Scale(want.Row(tt), q.k[tt], 0, out/d)
 				}
 				got := tensor.New(T, out)
 				m.MulRowsInt8(got, &q, 0, out)
