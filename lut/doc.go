@@ -37,7 +37,7 @@
 //	int8act.go        int8 activations: Int8Input, QuantizeInput, MulRowsInt8, MulInt8, the portable twin
 //	int8act_simd.go, int8_amd64.s   their AVX-512 VNNI/VBMI quantizer and kernels (4-bit LUTs, 2x16)
 //	int8_avx2_amd64.s, quantize_avx2.go   their AVX2 kernels (one, two or three rows of x) and quantizer, for CPUs without AVX-512
-//	int8vert.go, int8vert_simd.go, int8vert_amd64.s   4-bit scalar and 2x16 LUTs' int8 products on vertical tiles (AVX-512 VNNI): layout, twin, kernels
+//	int8vert.go, int8vert_simd.go, int8vert_amd64.{h,s}, int8vert2_amd64.s   4-bit scalar and 2x16 LUTs' int8 products on vertical tiles (AVX-512 VNNI): layout, twin, kernels
 //	hugebytes_linux.go  memory for the tiles, advised to take 2 MiB pages
 //	panel.go          products of several rows where no fast kernel runs: widened panels through the dense GEMM
 //

@@ -99,11 +99,11 @@ func (m *Matrix) vertKernel(h []float32, hstride int, xq unsafe.Pointer, ds *flo
 	return r + strips*vertRows
 }
 
-// vertRowsT computes outputs [r0, r1) of T rows of x for a matrix in the
-// tile order: row t0 + t's at h[t·hstride + …], x and its scales at xq
-// and ds in the multi-row layout (one row's as they are), their k at ks;
-// q and d give row t's own q and d for the twin. Whole strips run the
-// kernel, other rows the twin and int8Scale.
+// vertRowsT computes index rows [r0, r1) of T rows of x for a matrix in
+// the tile order: row t's outputs at h[t·hstride + …], x and its scales
+// at xq and ds in the multi-row layout (one row's as they are), their k
+// at ks; q(t) gives row t's own q and d for the twin. Whole strips run
+// the kernel, other rows the twin and int8Scale.
 func (m *Matrix) vertRowsT(h []float32, hstride int, xq unsafe.Pointer, ds *float32, ks []float32, q func(t int) ([]int8, []float32), T, r0, r1 int) {
 	for r := r0; r < r1; {
 		end := m.bookEnd(r, r1)
