@@ -1,10 +1,15 @@
 package model_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"forge/checkpoint"
 	"forge/internal/tinylut"
 	"forge/model"
 )
@@ -12,7 +17,7 @@ import (
 // verifySubjects are the models and settings a verify block must match
 // decode steps on: forge-tiny as trained (bf16, dense kernels) and rounded
 // to LUT4 (LUT kernels), with float32 and int8 activations, each KV cache
-// format.
+// format; and a random model with wide DeltaNet heads (wideHeads).
 func verifySubjects(t *testing.T) []struct {
 	name string
 	m    *model.Model
@@ -32,6 +37,7 @@ func verifySubjects(t *testing.T) []struct {
 	}
 	return []subject{
 		{"bf16", dense, model.KVFloat32, model.ActFloat32},
+		{"wide-heads", wideHeads(t), model.KVFloat32, model.ActFloat32},
 		{"bf16/kv-int8", dense, model.KVInt8, model.ActFloat32},
 		{"lut4/f32", lut4, model.KVFloat32, model.ActFloat32},
 		{"lut4/int8", lut4, model.KVFloat32, model.ActInt8},
@@ -209,4 +215,36 @@ func TestVerifyMisuse(t *testing.T) {
 	if _, err := m.Verify(s, long); err == nil || s.Pending() != 0 {
 		t.Fatalf("a block past the context: %v, pending %d", err, s.Pending())
 	}
+}
+
+// wideHeads is a random bf16 model (checkpoint.Synth) of forge-tiny's
+// layout with DeltaNet value heads of 128 columns, as the synth-1.4b's:
+// its rule runs deltaRule128 (deltarule_amd64.s), which forge-tiny's
+// 32-column heads never reach.
+func wideHeads(t *testing.T) *model.Model {
+	t.Helper()
+	data, err := os.ReadFile(repoPath("models", "forge-tiny", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	tc := cfg["text_config"].(map[string]any)
+	for k, v := range map[string]any{
+		"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2, "num_key_value_heads": 1,
+		"head_dim": 32, "linear_num_key_heads": 1, "linear_num_value_heads": 2, "linear_key_head_dim": 64,
+		"linear_value_head_dim": 128,
+	} {
+		tc[k] = v
+	}
+	if data, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "wide")
+	if err := checkpoint.Synth(context.Background(), data, dir, checkpoint.SynthOptions{Seed: 9}); err != nil {
+		t.Fatal(err)
+	}
+	return loadModel(t, dir)
 }
