@@ -110,7 +110,7 @@ func Int8Kernels() bool { return int8Ready || int8A2 }
 // Int8Prefill reports whether int8 products of many rows of x (a
 // prefill) run faster than float32 ones on this build and CPU: where the
 // AVX-512 multi-row kernels run (a 512-token prefill of the synth-1.4b
-// 2.3–2.4× faster than with the float32 kernels, LUT4 and 2x16 alike,
+// 2.2–2.9× faster than with the float32 kernels, LUT4 and 2x16 alike,
 // BENCHMARKS.md). The AVX2 multi-row kernels have not been measured
 // against the float32 ones for prefill.
 func Int8Prefill() bool { return int8Ready && useFast }

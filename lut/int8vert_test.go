@@ -11,24 +11,44 @@ import (
 // TestVertTiles checks the transposed codes against the layout of
 // int8vert.go, index by index: strip i's tile (b, k, s), lane r holds
 // bytes 4k…4k+3 of step 4b+s of index row 16i+r; rows past the last
-// whole strip get no tiles. It runs on any host (the tiles are plain Go).
+// whole strip get no tiles. Parts.Evict is offered the packed rows once,
+// when the last unit is made, and not where the kernels read a padded
+// copy (192 columns). It runs on any host (the tiles are plain Go).
 func TestVertTiles(t *testing.T) {
 	saved := int8Vert
 	int8Vert = true
 	defer func() { int8Vert = saved }()
-	for _, sh := range [][2]int{{16, 128}, {40, 192}, {32, 640}, {48, 1152}} {
+	f := mustFormat(t, "LUT4 per-tensor + pcs")
+	for _, sh := range [][2]int{{16, 128}, {40, 192}, {32, 640}, {48, 1152}, {96, 256}} {
 		out, in := sh[0], sh[1]
-		m := randomMatrix(t, mustFormat(t, "LUT4 per-tensor + pcs"), out, in, 0, false, uint64(out+in))
+		p := randomParts(f, out, in, 0, false, uint64(out+in))
+		var evicted [][]byte
+		p.Evict = func(b []byte) { evicted = append(evicted, b) }
+		m, err := New(f, out, in, p)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if m.vert == nil {
 			t.Fatalf("%dx%d: not in the tile order", out, in)
 		}
 		idx, n := m.codes8()
+		m.tiles(0, 32) // the first unit (two strips) alone
+		if len(evicted) != 0 && out > 32 {
+			t.Fatalf("%dx%d: evicted before every unit was made", out, in)
+		}
 		w := m.tiles(0, out)
+		m.tiles(0, out)
+		switch {
+		case in%int8Step != 0 && len(evicted) != 0:
+			t.Fatalf("%dx%d: the packed rows were evicted, though the kernels read a padded copy", out, in)
+		case in%int8Step == 0 && (len(evicted) != 1 || &evicted[0][0] != &p.Index[0] || len(evicted[0]) != len(p.Index)):
+			t.Fatalf("%dx%d: Evict called %d times, want once with the packed rows", out, in, len(evicted))
+		}
 		steps := n / 64
 		if len(w) != out/vertRows*vertRows*n {
 			t.Fatalf("%dx%d: %d bytes of tiles, want %d", out, in, len(w), out/vertRows*vertRows*n)
 		}
-		p := 0
+		pos := 0
 		for i := range out / vertRows {
 			for b := 0; b*int8Steps < steps; b++ {
 				S := min(int8Steps, steps-b*int8Steps)
@@ -36,10 +56,10 @@ func TestVertTiles(t *testing.T) {
 					for s := range S {
 						for r := range vertRows {
 							for j := range 4 {
-								if got, want := w[p], idx[(16*i+r)*n+(4*b+s)*64+4*k+j]; got != want {
+								if got, want := w[pos], idx[(16*i+r)*n+(4*b+s)*64+4*k+j]; got != want {
 									t.Fatalf("%dx%d: strip %d tile (%d,%d,%d) lane %d byte %d = %#x, want %#x", out, in, i, b, k, s, r, j, got, want)
 								}
-								p++
+								pos++
 							}
 						}
 					}
@@ -51,12 +71,12 @@ func TestVertTiles(t *testing.T) {
 
 // TestInt8VertKernels compares the tile kernels (T = 1…8 rows at once,
 // and 11 rows: a chunk of eight and one of three; 2x16 four rows a call)
-// with the twin,
-// int8VertRowGo, bit for bit: widths whose last block is short (192: two
-// steps; 640: five) or long (4224), codebooks per tensor and per 16 or
-// 32 rows (2x16: 32 outputs, 16 index rows), and output counts that leave rows past the last strip (40,
-// 72) or a codebook run that ends inside a kernel call's range. Without
-// the kernels (no AVX-512 VNNI) it compares the twin with itself.
+// with the twin, int8VertRowGo, bit for bit: widths whose last block is
+// short (192: two steps; 640: five) or long (4224), codebooks per tensor
+// and per 16 or 32 rows (2x16: 32 outputs, 16 index rows), and output
+// counts that leave rows past the last strip (40, 72) or a codebook run
+// that ends inside a kernel call's range. Without the kernels (no AVX-512
+// VNNI) it compares the twin with itself.
 func TestInt8VertKernels(t *testing.T) {
 	saved := int8Vert
 	int8Vert = true
