@@ -109,11 +109,13 @@ func Int8Kernels() bool { return int8Ready || int8A2 }
 
 // Int8Prefill reports whether int8 products of many rows of x (a
 // prefill) run faster than float32 ones on this build and CPU: where the
-// AVX-512 multi-row kernels run (a 512-token prefill of the synth-1.4b
-// 2.2–2.9× faster than with the float32 kernels, LUT4 and 2x16 alike,
-// BENCHMARKS.md). The AVX2 multi-row kernels have not been measured
-// against the float32 ones for prefill.
-func Int8Prefill() bool { return int8Ready && useFast }
+// fast int8 kernels run. A 512-token prefill of the synth-1.4b ran
+// 2.2–2.9× faster with the AVX-512 multi-row kernels than with the
+// float32 ones, LUT4 and 2x16 alike, and 1.36–1.47× faster with the AVX2
+// ones (measured on an AVX-512 host with AVX-512 switched off,
+// BENCHMARKS.md); the portable twin is slower than the portable float32
+// kernels.
+func Int8Prefill() bool { return Int8Kernels() && useFast }
 
 // Int8Activations reports whether m has int8-activation kernels: 4-bit
 // scalar LUTs and 4-bit 2-vector LUTs (2x16). Other matrices'

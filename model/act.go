@@ -16,12 +16,11 @@ const (
 	// ActInt8 quantizes the activations of steps to int8 in groups of 32
 	// columns for matrices with int8 kernels (lut.Int8Input: 4-bit scalar
 	// and 2x16 LUTs), as llama.cpp multiplies its quantized weights:
-	// every step where the CPU has the AVX-512 multi-row kernels
-	// (lut.Int8Prefill; on the synth-1.4b they prefill 2.2–2.9× faster
-	// than the float32 kernels, BENCHMARKS.md), else steps of at most
-	// Int8Rows rows (decode steps, verify blocks), longer prefills staying
-	// float32. A row's result does not depend on the other rows of its
-	// step.
+	// every step where the CPU has fast int8 kernels (lut.Int8Prefill: on
+	// the synth-1.4b they prefill 1.36–2.9× faster than the float32
+	// kernels, BENCHMARKS.md), else steps of at most Int8Rows rows
+	// (decode steps, verify blocks), longer prefills staying float32. A
+	// row's result does not depend on the other rows of its step.
 	ActInt8
 	// ActInt8All is ActInt8 for steps of any length, prefill included:
 	// what forge eval --act int8 scores, so that the KL it reports is

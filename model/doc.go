@@ -38,8 +38,8 @@
 // A State's Act (act.go) chooses how its steps multiply activations by
 // 4-bit LUT weights: float32 (ActFloat32, the default), or quantized to
 // int8 in groups of 32 columns (ActInt8, as llama.cpp multiplies its
-// quantized weights; lut.Int8Input): every step where the CPU has the
-// AVX-512 multi-row int8 kernels, else decode steps and verify blocks of
+// quantized weights; lut.Int8Input): every step where the CPU has fast
+// int8 kernels (AVX-512 or AVX2), else decode steps and verify blocks of
 // up to Int8Rows rows; each input quantized once per step for all the
 // products that read it.
 //
