@@ -2,14 +2,12 @@ package generate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"forge/checkpoint"
 	"forge/internal/tinylut"
 	"forge/model"
 	"forge/sample"
@@ -26,27 +24,12 @@ import (
 func synthPair(t *testing.T) (target, draft *model.Model, tok *tokenizer.Tokenizer) {
 	t.Helper()
 	src := filepath.Join("..", "models", "forge-tiny-draft")
-	data, err := os.ReadFile(filepath.Join(src, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	tc := cfg["text_config"].(map[string]any)
-	for k, v := range map[string]any{
+	dir := filepath.Join(t.TempDir(), "synth")
+	if err := tinylut.SynthLike(src, dir, map[string]any{
 		"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2, "num_key_value_heads": 1,
 		"head_dim": 16, "linear_num_key_heads": 1, "linear_num_value_heads": 2, "linear_key_head_dim": 16,
 		"linear_value_head_dim": 16,
-	} {
-		tc[k] = v
-	}
-	if data, err = json.Marshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "synth")
-	if err := checkpoint.Synth(context.Background(), data, dir, checkpoint.SynthOptions{Seed: 5}); err != nil {
+	}, 5); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json"} {

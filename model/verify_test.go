@@ -1,15 +1,11 @@
 package model_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"forge/checkpoint"
 	"forge/internal/tinylut"
 	"forge/model"
 )
@@ -223,27 +219,12 @@ func TestVerifyMisuse(t *testing.T) {
 // 32-column heads never reach.
 func wideHeads(t *testing.T) *model.Model {
 	t.Helper()
-	data, err := os.ReadFile(repoPath("models", "forge-tiny", "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	tc := cfg["text_config"].(map[string]any)
-	for k, v := range map[string]any{
+	dir := filepath.Join(t.TempDir(), "wide")
+	if err := tinylut.SynthLike(repoPath("models", "forge-tiny"), dir, map[string]any{
 		"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2, "num_key_value_heads": 1,
 		"head_dim": 32, "linear_num_key_heads": 1, "linear_num_value_heads": 2, "linear_key_head_dim": 64,
 		"linear_value_head_dim": 128,
-	} {
-		tc[k] = v
-	}
-	if data, err = json.Marshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "wide")
-	if err := checkpoint.Synth(context.Background(), data, dir, checkpoint.SynthOptions{Seed: 9}); err != nil {
+	}, 9); err != nil {
 		t.Fatal(err)
 	}
 	return loadModel(t, dir)
