@@ -99,12 +99,14 @@ func (m *Matrix) vertKernel(h []float32, hstride int, xq unsafe.Pointer, ds *flo
 	return r + strips*vertRows
 }
 
-// vertRowsT computes index rows [r0, r1) of T rows of x for a matrix in
-// the tile order: row t's outputs at h[t·hstride + …], x and its scales
-// at xq and ds in the multi-row layout (one row's as they are), their k
-// at ks; q(t) gives row t's own q and d for the twin. Whole strips run
-// the kernel, other rows the twin and int8Scale.
-func (m *Matrix) vertRowsT(h []float32, hstride int, xq unsafe.Pointer, ds *float32, ks []float32, q func(t int) ([]int8, []float32), T, r0, r1 int) {
+// vertRowsT computes index rows [r0, r1) of rows t0 … t0+T−1 of q for a
+// matrix in the tile order: row t0+t's outputs at h[t·hstride + …], x and
+// its scales at xq and ds in the multi-row layout (one row's as it is).
+// Whole strips run the kernel, other rows the twin and int8Scale.
+func (m *Matrix) vertRowsT(h []float32, hstride int, xq unsafe.Pointer, ds *float32, q *Int8Input, t0, T, r0, r1 int) {
+	_, n := m.codes8()
+	steps, nb := n/64, 16*((m.in+int8Block-1)/int8Block)
+	ks := q.k[t0 : t0+T]
 	for r := r0; r < r1; {
 		end := m.bookEnd(r, r1)
 		if next := m.vertKernel(h, hstride, xq, ds, ks, T, r, end); next > r {
@@ -113,7 +115,7 @@ func (m *Matrix) vertRowsT(h []float32, hstride int, xq unsafe.Pointer, ds *floa
 		}
 		for t := range T {
 			y := h[t*hstride:]
-			qx, dx := q(t)
+			qx, dx := q.q[(t0+t)*steps*int8Step:][:steps*int8Step], q.d[(t0+t)*nb:][:nb]
 			for c := range m.f.Dim {
 				y[r*m.f.Dim+c] = m.int8RowRef(r, c, qx, dx)
 			}
@@ -130,10 +132,7 @@ func (m *Matrix) vertRows(dst *tensor.Matrix, q *Int8Input, r0, r1 int) {
 	steps, nb := n/64, 16*((m.in+int8Block-1)/int8Block)
 	for t0 := 0; t0 < q.rows; t0 += int8Chunk {
 		T := min(int8Chunk, q.rows-t0)
-		row := func(t int) ([]int8, []float32) {
-			return q.q[(t0+t)*steps*int8Step:][:steps*int8Step], q.d[(t0+t)*nb:][:nb]
-		}
-		m.vertRowsT(dst.Data[t0*dst.Cols:], dst.Cols, unsafe.Pointer(&q.qi[t0*steps*int8Step]), &q.di[t0*nb], q.k[t0:t0+T], row, T, r0, r1)
+		m.vertRowsT(dst.Data[t0*dst.Cols:], dst.Cols, unsafe.Pointer(&q.qi[t0*steps*int8Step]), &q.di[t0*nb], q, t0, T, r0, r1)
 	}
 }
 
@@ -145,9 +144,7 @@ func (m *Matrix) vertRow(y []float32, q *Int8Input, t, r0, r1 int) bool {
 	}
 	_, n := m.codes8()
 	steps, nb := n/64, 16*((m.in+int8Block-1)/int8Block)
-	qx, dx := q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb]
-	row := func(int) ([]int8, []float32) { return qx, dx }
-	m.vertRowsT(y, 0, unsafe.Pointer(&qx[0]), &dx[0], q.k[t:t+1], row, 1, r0, r1)
+	m.vertRowsT(y, 0, unsafe.Pointer(&q.q[t*steps*int8Step]), &q.d[t*nb], q, t, 1, r0, r1)
 	return true
 }
 
