@@ -15,13 +15,14 @@
 // whose codebooks have |ℓ| ≤ 64 (codebookBound: 7 bits where these kernels
 // run), look up ℓ + 64 (≤ 128; the 16 bytes ℓ + 128 of the AVX-512 table
 // minus 64, in both 128-bit halves) with VPSHUFB and multiply it by q
-// (|q| ≤ 127): pair sums ≤ 2·128·127 = 32,512, and each fold adds 64·Σq
-// (half of qs) to make them Σ (ℓ + 128)·q. The multi-row ones, which share
-// each lookup between rows of x and take 8-bit codebooks too, multiply |ℓ|
-// (VPABSB, once) by q·sgn(ℓ) (VPSIGNB) and add 128·Σq: Σ (ℓ + 128)·q
-// either way, as VPDPBUSD keeps it. VPMADDWD adds pairs of the int16 sums
-// into int32 lanes of four bytes each. The lane sums 128·Σq per block come
-// from qs (made once per input, Int8Input.qs); the float32 steps then run
+// (|q| ≤ 127): pair sums ≤ 2·128·127 = 32,512, and each block's sums
+// start from 64·Σq (Int8Input.qh) to make them Σ (ℓ + 128)·q. The
+// multi-row ones, which share each lookup between rows of x and take
+// 8-bit codebooks too, multiply |ℓ| (VPABSB, once) by q·sgn(ℓ) (VPSIGNB)
+// and add 128·Σq (Int8Input.qs): Σ (ℓ + 128)·q either way, as VPDPBUSD
+// keeps it. VPMADDWD adds pairs of the int16 sums into int32 lanes of
+// four bytes each. The lane sums per block are made once per input; the
+// float32 steps then run
 // in the portable twin's order: f_l += float32(S_l)·d_(b,l) (a product
 // and a sum, no FMA), and at the end the sum16 tree (f_l + f_(l+8), then
 // halves, then adjacent pairs). Scalar rows go two at a time for one row
@@ -159,14 +160,6 @@
 	VADDSS X9, X8, X8; \
 	VMOVSS X8, mem
 
-// A2FOLDR is A2FOLDM for the one-row kernels: lane sums at qoff(R9),
-// scales at qoff(R13), float32 lanes in register f.
-#define A2FOLDR(acc, qoff, f) \
-	VPADDD qoff(R9), acc, acc; \
-	VCVTDQ2PS acc, acc; \
-	VMULPS qoff(R13), acc, acc; \
-	VADDPS acc, f, f
-
 // PAIRSUM16 sums two sets of 16 float32 lanes, Y6/Y7 and Y10/Y11, each
 // in sum16's order (f_l + f_(l+8), then halves, then adjacent pairs, then
 // the pair sums), two to a register, and stores the first to (DX) and
@@ -211,16 +204,22 @@
 	VPMADDWD Y14, Y8, Y8; \
 	VPADDD Y8, acc, acc
 
-// A2FOLDU is A2FOLDR for A2DOTU's sums: it adds 64·Σq (half of qs's
-// 128·Σq, which is even) to make them Σ (ℓ + 128)·q, the lane sums the
-// other kernels fold (clobbers Y8).
-#define A2FOLDU(acc, qoff, f) \
-	VMOVDQU qoff(R9), Y8; \
-	VPSRAD $1, Y8, Y8; \
-	VPADDD Y8, acc, acc; \
+// A2FOLDH adds a block's int32 lanes acc times the scales at qoff(R13)
+// to the float32 lanes f, for the one-row kernels: A2DOTU's sums, which
+// started from the lane sums 64·Σq (A2START) and so are Σ (ℓ + 128)·q,
+// the lane sums the other kernels fold.
+#define A2FOLDH(acc, qoff, f) \
 	VCVTDQ2PS acc, acc; \
 	VMULPS qoff(R13), acc, acc; \
 	VADDPS acc, f, f
+
+// A2START sets a block's int32 lanes a and b (lanes 0–7, 8–15) to the
+// lane sums 64·Σq at (R9), and c and d to copies of them.
+#define A2START(a, b, c, d) \
+	VMOVDQU (R9), a; \
+	VMOVDQU 32(R9), b; \
+	VMOVDQA a, c; \
+	VMOVDQA b, d
 
 // PA2STEPU adds one step of two scalar rows, SI's to Y0/Y1 and the one
 // R12 bytes on to Y2/Y3, as A2DOTU's sums (the table Y12 holds ℓ + 64):
@@ -257,7 +256,7 @@
 	ADDQ $64, SI; \
 	ADDQ $128, R14
 
-// func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+// func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qh *int32, rows int, h *float32)
 //
 // For rows consecutive index rows from w (each 64·steps bytes, one
 // table of |ℓ| ≤ 64), h[k] = Σ d·S of row k (int8act.go's int8RowGo,
@@ -280,7 +279,7 @@ TEXT ·lut4I8A2(SB), NOSPLIT, $8-64
 	MOVQ steps+16(FP), CX
 	MOVQ xq+24(FP), DI
 	MOVQ ds+32(FP), R10
-	MOVQ qs+40(FP), R11
+	MOVQ qh+40(FP), R11
 	MOVQ h+56(FP), DX
 	TESTQ CX, CX
 	JLE sdone
@@ -306,10 +305,7 @@ ppair:
 	VXORPS Y11, Y11, Y11
 
 pblock:
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
+	A2START(Y0, Y1, Y2, Y3)
 	PA2STEPU
 	DECQ AX
 	JZ pfold
@@ -323,10 +319,10 @@ pblock:
 	DECQ AX
 
 pfold:
-	A2FOLDU(Y0, 0, Y6)
-	A2FOLDU(Y1, 32, Y7)
-	A2FOLDU(Y2, 0, Y10)
-	A2FOLDU(Y3, 32, Y11)
+	A2FOLDH(Y0, 0, Y6)
+	A2FOLDH(Y1, 32, Y7)
+	A2FOLDH(Y2, 0, Y10)
+	A2FOLDH(Y3, 32, Y11)
 	ADDQ $64, R13
 	ADDQ $64, R9
 	TESTQ AX, AX
@@ -353,8 +349,8 @@ srow:
 	VXORPS Y3, Y3, Y3
 
 sblock:
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
+	VMOVDQU (R9), Y0
+	VMOVDQU 32(R9), Y1
 	SA2STEPU
 	DECQ AX
 	JZ sfold
@@ -368,8 +364,8 @@ sblock:
 	DECQ AX
 
 sfold:
-	A2FOLDU(Y0, 0, Y2)
-	A2FOLDU(Y1, 32, Y3)
+	A2FOLDH(Y0, 0, Y2)
+	A2FOLDH(Y1, 32, Y3)
 	ADDQ $64, R13
 	ADDQ $64, R9
 	TESTQ AX, AX
@@ -407,7 +403,7 @@ sdone:
 	ADDQ $64, SI; \
 	ADDQ $128, R14
 
-// func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+// func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qh *int32, rows int, h *float32)
 //
 // lut4I8A2 for 2-vector 2x16 rows: h[2k+c] of index row k, component c
 // (tables tab[0:64] and tab[64:128], ℓ + 128, made ℓ + 64 here). The two
@@ -429,7 +425,7 @@ TEXT ·vec2I8A2(SB), NOSPLIT, $0-64
 	MOVQ steps+16(FP), CX
 	MOVQ xq+24(FP), DI
 	MOVQ ds+32(FP), R10
-	MOVQ qs+40(FP), R11
+	MOVQ qh+40(FP), R11
 	MOVQ rows+48(FP), R12
 	MOVQ h+56(FP), DX
 	TESTQ R12, R12
@@ -448,10 +444,7 @@ wrow:
 	VXORPS Y11, Y11, Y11
 
 wblock:
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y15, Y15, Y15
+	A2START(Y0, Y1, Y2, Y15)
 	VA2STEP
 	DECQ AX
 	JZ wfold
@@ -465,10 +458,10 @@ wblock:
 	DECQ AX
 
 wfold:
-	A2FOLDU(Y0, 0, Y6)
-	A2FOLDU(Y1, 32, Y7)
-	A2FOLDU(Y2, 0, Y10)
-	A2FOLDU(Y15, 32, Y11)
+	A2FOLDH(Y0, 0, Y6)
+	A2FOLDH(Y1, 32, Y7)
+	A2FOLDH(Y2, 0, Y10)
+	A2FOLDH(Y15, 32, Y11)
 	ADDQ $64, R13
 	ADDQ $64, R9
 	TESTQ AX, AX

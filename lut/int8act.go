@@ -77,7 +77,8 @@ type Int8Input struct {
 	x        *tensor.Matrix
 	xr       tensor.Matrix // x' when the matrix rotates its input
 	xp       tensor.Matrix // x' zero-padded to whole steps, when in is not a multiple of 128
-	qs       []int32       // [rows][blocks][16] 128·Σ q over each scale group (the AVX2 kernels' correction), or empty
+	qs       []int32       // [rows][blocks][16] 128·Σ q over each scale group (the AVX2 multi-row kernels' correction), or empty
+	qh       []int32       // qs halved, 64·Σ q: where the AVX2 one-row kernels' block sums start, or empty
 	qi       []int8        // q's rows by chunks of eight, interleaved by step (int8rows.go), or empty
 	di       []float32     // d's likewise
 }
@@ -291,6 +292,10 @@ func (m *Matrix) QuantizeInput(q *Int8Input, x *tensor.Matrix) {
 		}
 		q.k[t] = quantizeRow(q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb], qs, x.Row(t))
 	}
+	q.qh = grow(q.qh, len(q.qs))
+	for i, v := range q.qs {
+		q.qh[i] = v >> 1 // exact: 128·Σq is even
+	}
 	q.interleave(steps, nb)
 }
 
@@ -428,14 +433,14 @@ func (m *Matrix) int8Rows(y []float32, q *Int8Input, t, r0, r1 int) {
 	steps := (m.in + int8Step - 1) / int8Step
 	nb := 16 * ((m.in + int8Block - 1) / int8Block)
 	qx, dx := q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb]
-	var qs []int32
-	if len(q.qs) > 0 {
-		qs = q.qs[t*nb:][:nb]
+	var qh []int32
+	if len(q.qh) > 0 {
+		qh = q.qh[t*nb:][:nb]
 	}
 	d := m.f.Dim
 	for r := r0; r < r1; {
 		if Int8Kernels() && useFast {
-			if r = m.int8Kernel(y, qx, dx, qs, r, r1); r == r1 {
+			if r = m.int8Kernel(y, qx, dx, qh, r, r1); r == r1 {
 				break
 			}
 		}

@@ -11,7 +11,7 @@ const (
 	int8A2    = false
 )
 
-func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r, r1 int) int {
+func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qh []int32, r, r1 int) int {
 	return r
 }
 

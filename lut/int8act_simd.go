@@ -31,14 +31,14 @@ func vec2I8(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *
 // lut4I8A2 and vec2I8A2 are the AVX2 kernels (int8_avx2_amd64.s): for
 // rows consecutive index rows (scalar or 2-vector) from w, the same sums
 // as lut4I8 and vec2I8 (scalar rows two at a time), for codebooks of
-// |ℓ| ≤ 64 (codebookBound); qs holds the input row's lane sums 128·Σq
-// per block (Int8Input.qs).
+// |ℓ| ≤ 64 (codebookBound); qh holds the input row's lane sums 64·Σq
+// per block (Int8Input.qh), where each block's sums start.
 //
 //go:noescape
-func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+func lut4I8A2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qh *int32, rows int, h *float32)
 
 //go:noescape
-func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32)
+func vec2I8A2(tab *[128]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qh *int32, rows int, h *float32)
 
 //go:noescape
 func lut4I8A2x2(tab *[64]byte, w unsafe.Pointer, steps int, xq unsafe.Pointer, ds *float32, qs *int32, rows int, h *float32, xstride, dstride, hstride int)
@@ -136,10 +136,10 @@ func (m *Matrix) bookEnd(r, r1 int) int {
 // they take before r1 and the end of r's codebook group (whole groups of
 // eight outputs for the AVX-512 kernels, any number for the AVX2 ones),
 // writing the unscaled sums to y, and returns the first row it left (r
-// itself when none fits). qs is the input row's lane sums (AVX2 only,
+// itself when none fits). qh is the input row's lane sums 64·Σq (AVX2 only,
 // whose kernels take only 7-bit codebooks: a matrix made before int8A2
 // was set, in tests, runs the twin).
-func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r, r1 int) int {
+func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qh []int32, r, r1 int) int {
 	d := m.f.Dim
 	end := m.bookEnd(r, r1)
 	if m.vert != nil { // the tile order without its kernels (int8Rows runs vertRow where they run)
@@ -147,14 +147,14 @@ func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qs []int32, r,
 	}
 	idx, n := m.codes8()
 	if int8A2 {
-		if end <= r || len(qs) == 0 || !m.narrow8 {
+		if end <= r || len(qh) == 0 || !m.narrow8 {
 			return r
 		}
 		w := unsafe.Pointer(&idx[r*n])
 		if d == 1 {
-			lut4I8A2(m.table8(r, 0), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], &qs[0], end-r, &y[r])
+			lut4I8A2(m.table8(r, 0), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], &qh[0], end-r, &y[r])
 		} else {
-			vec2I8A2((*[128]byte)(m.tab8[m.group8(r)*128:]), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], &qs[0], end-r, &y[r*2])
+			vec2I8A2((*[128]byte)(m.tab8[m.group8(r)*128:]), w, n/64, unsafe.Pointer(&qx[0]), &dx[0], &qh[0], end-r, &y[r*2])
 		}
 		return end
 	}
