@@ -310,7 +310,8 @@ func deltaStep8(S, src, q, k, v []float32, alpha, beta float32, o []float32) boo
 }
 
 // The chunked delta rule's row sums (deltaChunk) on AVX2, 32 columns a
-// pass with the partial sums in registers: each column's products and
+// pass with the partial sums in registers (on AVX-512 hosts too, where
+// deltachunk_avx512.go's 64 columns a pass do not fit the width): each column's products and
 // sums are axpy's, in axpy's order (a product, then a sum, no FMA), so the
 // results are the axpy loops' bits; they only stop storing and reloading
 // the partial sums between terms.
@@ -322,8 +323,12 @@ func deltaStep8(S, src, q, k, v []float32, alpha, beta float32, o []float32) boo
 //go:noinline
 func s0Dots(u, o, S, k, q []float32) bool {
 	dv := len(u)
-	if !vec2Ready || dv%32 != 0 || len(o) != dv {
+	if !(vec2Ready || vecReady) || dv%32 != 0 || len(o) != dv {
 		return false
+	}
+	if vecReady && dv%64 == 0 {
+		s0Dots16(u, o, S, k, q)
+		return true
 	}
 	dk := len(k)
 	S, q = S[:dk*dv], q[:dk]
@@ -355,8 +360,12 @@ func s0Dots(u, o, S, k, q []float32) bool {
 //go:noinline
 func rowsAxpyFast(y, a, X []float32) bool {
 	dv := len(y)
-	if !vec2Ready || dv%32 != 0 {
+	if !(vec2Ready || vecReady) || dv%32 != 0 {
 		return false
+	}
+	if vecReady && dv%64 == 0 {
+		rowsAxpy16(y, a, X)
+		return true
 	}
 	X = X[:len(a)*dv]
 	for c := 0; c < dv; c += 32 {
@@ -381,12 +390,16 @@ func rowsAxpyFast(y, a, X []float32) bool {
 //
 //go:noinline
 func stateUpdate(S []float32, e float32, f, U []float32, n int) bool {
-	if !vec2Ready || n == 0 {
+	if !(vec2Ready || vecReady) || n == 0 {
 		return false
 	}
 	dv, dk := len(U)/n, len(f)/n
 	if dv%32 != 0 || len(S) != dk*dv {
 		return false
+	}
+	if vecReady && dv%64 == 0 {
+		stateUpdate16(S, e, f, U, n)
+		return true
 	}
 	ev := bc8(e)
 	for r := range dk {
