@@ -78,3 +78,44 @@ func stateUpdate16(S []float32, e float32, f, U []float32, n int) {
 	}
 	archsimd.ClearAVXUpperBits()
 }
+
+// chunkDots sets kk[i·np + j] = dot(k_i, k_j) and qk[i·np + j] =
+// dot(q_i, k_j) for j ≤ i < n (np = n rounded up to 16; entries past i in
+// a row's last 16 are left as they come), K and Q [n][d], and reports
+// whether it ran (AVX-512, d a multiple of 4). It holds 16 j in the lanes
+// of a vector, reading K transposed into kt [d][np] (zeros past n), and
+// keeps dot's four partial sums per lane — element e to sum e mod 4, a
+// product then a sum, then (s0 + s1) + (s2 + s3) — so each entry has
+// dot's bits.
+func chunkDots(kk, qk, kt, K, Q []float32, n, d int) bool {
+	if !vecReady || d%4 != 0 || n == 0 {
+		return false
+	}
+	np := (n + 15) &^ 15
+	kt, kk, qk = kt[:d*np], kk[:n*np], qk[:n*np]
+	for e := range d {
+		row := kt[e*np:][:np]
+		for j := range n {
+			row[j] = K[j*d+e]
+		}
+		clear(row[n:])
+	}
+	for i := range n {
+		ki, qi := K[i*d:][:d], Q[i*d:][:d]
+		for j0 := 0; j0 <= i; j0 += 16 {
+			var s0, s1, s2, s3, t0, t1, t2, t3 f32x16
+			for e := 0; e < d; e += 4 {
+				x0, x1 := ld16(kt[e*np+j0:]), ld16(kt[(e+1)*np+j0:])
+				x2, x3 := ld16(kt[(e+2)*np+j0:]), ld16(kt[(e+3)*np+j0:])
+				s0, s1 = s0.Add(bc16(ki[e]).Mul(x0)), s1.Add(bc16(ki[e+1]).Mul(x1))
+				s2, s3 = s2.Add(bc16(ki[e+2]).Mul(x2)), s3.Add(bc16(ki[e+3]).Mul(x3))
+				t0, t1 = t0.Add(bc16(qi[e]).Mul(x0)), t1.Add(bc16(qi[e+1]).Mul(x1))
+				t2, t3 = t2.Add(bc16(qi[e+2]).Mul(x2)), t3.Add(bc16(qi[e+3]).Mul(x3))
+			}
+			st16(kk[i*np+j0:], s0.Add(s1).Add(s2.Add(s3)))
+			st16(qk[i*np+j0:], t0.Add(t1).Add(t2.Add(t3)))
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	return true
+}
