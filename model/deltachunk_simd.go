@@ -9,7 +9,8 @@ import "simd/archsimd"
 // s0Dots, rowsAxpyFast and stateUpdate call these where the AVX-512
 // kernels run and the width is a multiple of 64. Each column's products
 // and sums are axpy's, in axpy's order (a product, then a sum, no FMA), so
-// the results are the axpy loops' bits.
+// the results are the axpy loops' bits. And the chunk's dot products
+// (chunkDots), on AVX-512 and on AVX2.
 
 // s0Dots16 is s0Dots for len(u) a multiple of 64.
 func s0Dots16(u, o, S, k, q []float32) {
@@ -82,13 +83,13 @@ func stateUpdate16(S []float32, e float32, f, U []float32, n int) {
 // chunkDots sets kk[i·np + j] = dot(k_i, k_j) and qk[i·np + j] =
 // dot(q_i, k_j) for j ≤ i < n (np = n rounded up to 16; entries past i in
 // a row's last 16 are left as they come), K and Q [n][d], and reports
-// whether it ran (AVX-512, d a multiple of 4). It holds 16 j in the lanes
-// of a vector, reading K transposed into kt [d][np] (zeros past n), and
-// keeps dot's four partial sums per lane — element e to sum e mod 4, a
-// product then a sum, then (s0 + s1) + (s2 + s3) — so each entry has
-// dot's bits.
+// whether it ran (AVX-512 or AVX2, d a multiple of 4). It holds 16 j (8
+// on AVX2) in the lanes of a vector, reading K transposed into kt [d][np]
+// (zeros past n), and keeps dot's four partial sums per lane — element e
+// to sum e mod 4, a product then a sum, then (s0 + s1) + (s2 + s3) — so
+// each entry has dot's bits.
 func chunkDots(kk, qk, kt, K, Q []float32, n, d int) bool {
-	if !vecReady || d%4 != 0 || n == 0 {
+	if !(vecReady || vec2Ready) || d%4 != 0 || n == 0 {
 		return false
 	}
 	np := (n + 15) &^ 15
@@ -99,6 +100,10 @@ func chunkDots(kk, qk, kt, K, Q []float32, n, d int) bool {
 			row[j] = K[j*d+e]
 		}
 		clear(row[n:])
+	}
+	if !vecReady {
+		chunkDots8(kk, qk, kt, K, Q, n, d, np)
+		return true
 	}
 	for i := range n {
 		ki, qi := K[i*d:][:d], Q[i*d:][:d]
@@ -118,4 +123,25 @@ func chunkDots(kk, qk, kt, K, Q []float32, n, d int) bool {
 	}
 	archsimd.ClearAVXUpperBits()
 	return true
+}
+
+// chunkDots8 is chunkDots' AVX2 loop, eight j a vector.
+func chunkDots8(kk, qk, kt, K, Q []float32, n, d, np int) {
+	for i := range n {
+		ki, qi := K[i*d:][:d], Q[i*d:][:d]
+		for j0 := 0; j0 <= i; j0 += 8 {
+			var s0, s1, s2, s3, t0, t1, t2, t3 f32x8
+			for e := 0; e < d; e += 4 {
+				x0, x1 := ld8(kt[e*np+j0:]), ld8(kt[(e+1)*np+j0:])
+				x2, x3 := ld8(kt[(e+2)*np+j0:]), ld8(kt[(e+3)*np+j0:])
+				s0, s1 = s0.Add(bc8(ki[e]).Mul(x0)), s1.Add(bc8(ki[e+1]).Mul(x1))
+				s2, s3 = s2.Add(bc8(ki[e+2]).Mul(x2)), s3.Add(bc8(ki[e+3]).Mul(x3))
+				t0, t1 = t0.Add(bc8(qi[e]).Mul(x0)), t1.Add(bc8(qi[e+1]).Mul(x1))
+				t2, t3 = t2.Add(bc8(qi[e+2]).Mul(x2)), t3.Add(bc8(qi[e+3]).Mul(x3))
+			}
+			st8(kk[i*np+j0:], s0.Add(s1).Add(s2.Add(s3)))
+			st8(qk[i*np+j0:], t0.Add(t1).Add(t2.Add(t3)))
+		}
+	}
+	archsimd.ClearAVXUpperBits()
 }
