@@ -33,7 +33,9 @@
 // step and decode attention have AVX2 twins of the same kind
 // (vec_avx2.go, attention_avx2.go; attention's dot products and weighted
 // sums in assembly, attention_avx2_amd64.s, whose Go twins it is tested
-// against bit for bit).
+// against bit for bit). Prefill's chunked rule runs its dot products and
+// row sums sixteen columns a vector on AVX-512, eight on AVX2
+// (deltachunk_simd.go, vec_avx2.go), with its scalar loops' bits.
 //
 // A State's Act (act.go) chooses how its steps multiply activations by
 // 4-bit LUT weights: float32 (ActFloat32, the default), or quantized to
