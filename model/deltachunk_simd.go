@@ -80,20 +80,33 @@ func stateUpdate16(S []float32, e float32, f, U []float32, n int) {
 	archsimd.ClearAVXUpperBits()
 }
 
-// chunkDots sets kk[i·np + j] = dot(k_i, k_j) and qk[i·np + j] =
+// chunkDotBufs holds chunkDots' buffers for one worker's chunks: k_i·k_j
+// and q_i·k_j [C][np] (np = C rounded up to 16) and K transposed [d][np].
+type chunkDotBufs struct {
+	kk, qk, kt []float32
+}
+
+// chunkDots returns kk[i·np + j] = dot(k_i, k_j) and qk[i·np + j] =
 // dot(q_i, k_j) for j ≤ i < n (np = n rounded up to 16; entries past i in
-// a row's last 16 are left as they come), K and Q [n][d], and reports
-// whether it ran (AVX-512 or AVX2, d a multiple of 4). It holds 16 j (8
-// on AVX2) in the lanes of a vector, reading K transposed into kt [d][np]
-// (zeros past n), and keeps dot's four partial sums per lane — element e
-// to sum e mod 4, a product then a sum, then (s0 + s1) + (s2 + s3) — so
-// each entry has dot's bits.
-func chunkDots(kk, qk, kt, K, Q []float32, n, d int) bool {
+// a row's last 16 are left as they come), K and Q [n][d], in b's buffers
+// (made on the first call for chunks of up to C rows), and whether it ran
+// (AVX-512 or AVX2, d a multiple of 4). It holds 16 j (8 on AVX2) in the
+// lanes of a vector, reading K transposed into kt [d][np] (zeros past n),
+// and keeps dot's four partial sums per lane — element e to sum e mod 4,
+// a product then a sum, then (s0 + s1) + (s2 + s3) — so each entry has
+// dot's bits.
+func chunkDots(b *chunkDotBufs, C int, K, Q []float32, n, d int) (kk, qk []float32, ok bool) {
 	if !(vecReady || vec2Ready) || d%4 != 0 || n == 0 {
-		return false
+		return nil, nil, false
 	}
 	np := (n + 15) &^ 15
-	kt, kk, qk = kt[:d*np], kk[:n*np], qk[:n*np]
+	if len(b.kk) < n*np || len(b.kt) < d*np { // once: a worker's scratch serves one layer shape
+		rows := max(C, n)
+		npC := (rows + 15) &^ 15
+		b.kk, b.qk, b.kt = make([]float32, rows*npC), make([]float32, rows*npC), make([]float32, d*npC)
+	}
+	kt := b.kt[:d*np]
+	kk, qk = b.kk[:n*np], b.qk[:n*np]
 	for e := range d {
 		row := kt[e*np:][:np]
 		for j := range n {
@@ -103,7 +116,7 @@ func chunkDots(kk, qk, kt, K, Q []float32, n, d int) bool {
 	}
 	if !vecReady {
 		chunkDots8(kk, qk, kt, K, Q, n, d, np)
-		return true
+		return kk, qk, true
 	}
 	for i := range n {
 		ki, qi := K[i*d:][:d], Q[i*d:][:d]
@@ -122,7 +135,7 @@ func chunkDots(kk, qk, kt, K, Q []float32, n, d int) bool {
 		}
 	}
 	archsimd.ClearAVXUpperBits()
-	return true
+	return kk, qk, true
 }
 
 // chunkDots8 is chunkDots' AVX2 loop, eight j a vector.

@@ -53,16 +53,14 @@ func deltaStepGo(S, src, q, k, v []float32, alpha, beta float32, o, w []float32)
 
 // chunkScratch holds one worker's buffers for deltaChunk.
 type chunkScratch struct {
-	C  int       // the longest chunk
-	c  []float64 // [C] cumulative log decay c_i
-	kk []float32 // [C][C] β_i (k_i·k_j) e^{c_i−c_j} = A_ij, j < i
-	qk []float32 // [C][C] (q_i·k_j) e^{c_i−c_j}, j ≤ i
-	u  []float32 // [C][dv] solved U
-	a  []float32 // [C] the coefficients of one row's sum of U rows (rowsAxpy)
-	f  []float32 // [dk][C] the final update's coefficients k_i[r]·e^{c_n−c_i}
-	dk []float32 // [C][np] k_i·k_j, np = C rounded up to 16 (chunkDots)
-	dq []float32 // [C][np] q_i·k_j (chunkDots)
-	kt []float32 // [dk][np] K transposed (chunkDots)
+	C    int          // the longest chunk
+	c    []float64    // [C] cumulative log decay c_i
+	kk   []float32    // [C][C] β_i (k_i·k_j) e^{c_i−c_j} = A_ij, j < i
+	qk   []float32    // [C][C] (q_i·k_j) e^{c_i−c_j}, j ≤ i
+	u    []float32    // [C][dv] solved U
+	a    []float32    // [C] the coefficients of one row's sum of U rows (rowsAxpy)
+	f    []float32    // [dk][C] the final update's coefficients k_i[r]·e^{c_n−c_i}
+	dots chunkDotBufs // chunkDots' buffers (none without its vector loops)
 }
 
 func newChunkScratch(C, dv int) *chunkScratch {
@@ -93,25 +91,20 @@ func deltaChunk(S, Q, K, V []float32, g, beta []float32, O []float32, sc *chunkS
 		c[i] = acc
 	}
 	np := (n + 15) &^ 15
-	if len(sc.dk) < n*np || len(sc.kt) < dk*np { // once per scratch: C and dk do not change
-		npC := (max(sc.C, n) + 15) &^ 15
-		sc.dk, sc.dq = make([]float32, max(sc.C, n)*npC), make([]float32, max(sc.C, n)*npC)
-		sc.kt = make([]float32, dk*npC)
-	}
-	fast := chunkDots(sc.dk, sc.dq, sc.kt, K, Q, n, dk)
+	dkk, dqk, fast := chunkDots(&sc.dots, sc.C, K, Q, n, dk) // [n][np] each
 	for i := range n {
 		ki, qi := K[i*dk:(i+1)*dk], Q[i*dk:(i+1)*dk]
 		for j := 0; j <= i; j++ {
-			var dkk, dqk float32
+			var kdot, qdot float32
 			if fast {
-				dkk, dqk = sc.dk[i*np+j], sc.dq[i*np+j]
+				kdot, qdot = dkk[i*np+j], dqk[i*np+j]
 			} else {
 				kj := K[j*dk : (j+1)*dk]
-				dkk, dqk = dot(ki, kj), dot(qi, kj)
+				kdot, qdot = dot(ki, kj), dot(qi, kj)
 			}
 			gamma := decay(c[i] - c[j]) // Γ_ij, exponent ≤ 0
-			sc.kk[i*n+j] = beta[i] * dkk * gamma
-			sc.qk[i*n+j] = dqk * gamma
+			sc.kk[i*n+j] = beta[i] * kdot * gamma
+			sc.qk[i*n+j] = qdot * gamma
 		}
 	}
 	U := sc.u[:n*dv]

@@ -310,11 +310,11 @@ func deltaStep8(S, src, q, k, v []float32, alpha, beta float32, o []float32) boo
 }
 
 // The chunked delta rule's row sums (deltaChunk) on AVX2, 32 columns a
-// pass with the partial sums in registers (on AVX-512 hosts too, where
-// deltachunk_avx512.go's 64 columns a pass do not fit the width): each column's products and
-// sums are axpy's, in axpy's order (a product, then a sum, no FMA), so the
-// results are the axpy loops' bits; they only stop storing and reloading
-// the partial sums between terms.
+// pass with the partial sums in registers (on AVX-512 hosts too where the
+// width is not a multiple of 64, deltachunk_simd.go's pass): each
+// column's products and sums are axpy's, in axpy's order (a product, then
+// a sum, no FMA), so the results are the axpy loops' bits; they only stop
+// storing and reloading the partial sums between terms.
 
 // s0Dots sets u = S₀ᵀk and o = S₀ᵀq (u[j] = Σ_r k[r]·S[r][j] in r order,
 // from zero), S [len(k)][len(u)], and reports whether it ran (dv a

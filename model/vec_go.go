@@ -49,4 +49,10 @@ func attendValuesInt8(o, w []float32, V []int8, vs []float32, n, stride, off, hk
 func s0Dots(u, o, S, k, q []float32) bool                            { return false }
 func rowsAxpyFast(y, a, X []float32) bool                            { return false }
 func stateUpdate(S []float32, e float32, f, U []float32, n int) bool { return false }
-func chunkDots(kk, qk, kt, K, Q []float32, n, d int) bool            { return false }
+
+// chunkDotBufs holds nothing where chunkDots has no vector loops.
+type chunkDotBufs struct{}
+
+func chunkDots(b *chunkDotBufs, C int, K, Q []float32, n, d int) (kk, qk []float32, ok bool) {
+	return nil, nil, false
+}
