@@ -139,7 +139,7 @@
 // bits too: VPSHUFB lookups, byte products summed by VPMADDUBSW and
 // VPMADDWD, and the AVX-512 kernels' sums of (ℓ + 128)·q rebuilt from
 // the lane sums 128·Σq per scale group (the one-row kernels multiply the
-// looked-up ℓ + 64 by q and add 64·Σq; the multi-row ones give ℓ the
+// looked-up ℓ + 64 by q from block sums started at 64·Σq; the multi-row ones give ℓ the
 // sign of q with VPSIGNB and multiply |q|); one row of x at a time, or
 // (scalar LUTs) three or two rows sharing each looked-up step of codes.
 // Where the AVX-512 VNNI kernels run, a 4-bit scalar or 2x16 LUT matrix
