@@ -178,6 +178,16 @@ func (d *drafter) settle(used int, next int) {
 // again. Only at a reply's start: there the drafter has just consumed the
 // prompt, where later it would first have to catch up on every plain step
 // (a prefill of up to adaptPlainMax tokens).
+//
+// The converse holds for c_step: while every round drafts, no plain step
+// would time it again, and the first ones are a cold process's (forge-tiny:
+// 150–350 µs in a fresh process against 95 µs steady, BENCHMARKS.md),
+// which makes plain decoding look slow and, through c_row = (verify − c_step)/k,
+// the verify rows cheap, so drafting went on at 0.6–0.9× plain speed. So c_step
+// starts as the least of the first adaptStepWarm timed steps, and while it
+// drafts adapt runs two plain steps after adaptRestep rounds without one,
+// the interval doubling up to adaptRestepMax rounds: a few steps in the
+// first hundreds of rounds, one pair in every 256 rounds after.
 type adapt struct {
 	maxK        int
 	fixed       bool    // every round drafts maxK tokens (Options.DraftFixed)
@@ -192,14 +202,19 @@ type adapt struct {
 	plainRun    int     // plain steps since the last round, over replies
 	retime      bool    // the next round's times replace the means (they are stale)
 	replyStart  bool    // next has not been asked yet in this reply
+	sinceStep   int     // rounds since the last plain step
+	restep      int     // rounds without a plain step after which two run (0: adaptRestep)
 }
 
 const (
-	adaptDecay    = 0.9  // weight of the past in the acceptance counts, per round
-	adaptAvg      = 0.2  // weight of a new time in the running means
-	adaptPlain    = 32   // plain steps before the first probe round once drafting does not pay
-	adaptPlainMax = 1024 // the longest stretch of plain steps between probes
-	adaptMeasure  = 3    // drafts per measuring round
+	adaptDecay     = 0.9  // weight of the past in the acceptance counts, per round
+	adaptAvg       = 0.2  // weight of a new time in the running means
+	adaptPlain     = 32   // plain steps before the first probe round once drafting does not pay
+	adaptPlainMax  = 1024 // the longest stretch of plain steps between probes
+	adaptMeasure   = 3    // drafts per measuring round
+	adaptStepWarm  = 4    // timed plain steps whose least starts c_step
+	adaptRestep    = 16   // rounds without a plain step before two run to time c_step again …
+	adaptRestepMax = 256  // … doubling up to this many
 )
 
 func (a *adapt) init(maxK int, fixed bool) { a.maxK, a.fixed = maxK, fixed }
@@ -229,6 +244,11 @@ func (a *adapt) next(n int) int {
 		return 0
 	case a.rounds < 2: // time the drafter and the verify rows (the first round may be cold)
 		return min(adaptMeasure, a.maxK)
+	}
+	if a.sinceStep >= max(a.restep, adaptRestep) { // time c_step again (see adapt)
+		a.restep = min(2*max(a.restep, adaptRestep), adaptRestepMax)
+		a.plainUntil = n + 2
+		return 0
 	}
 	if _, r := a.best(1); r*a.step < 1 { // drafting cannot pay, as last measured
 		if !start || a.plainRun < adaptPlainMax {
@@ -271,8 +291,15 @@ func (a *adapt) best(alpha float64) (int, float64) {
 func (a *adapt) plainStep(d time.Duration) {
 	a.plainRun++
 	a.plainProbes++
+	a.sinceStep = 0
 	if a.plainProbes == 1 {
 		return // cold
+	}
+	if a.plainProbes <= 1+adaptStepWarm { // still perhaps a cold process's: keep the least
+		if a.step == 0 || d.Seconds() < a.step {
+			a.step = d.Seconds()
+		}
+		return
 	}
 	a.step = mean(a.step, d.Seconds())
 }
@@ -285,6 +312,7 @@ func (a *adapt) round(k, kept int, draft, verify time.Duration) {
 		decided++
 	}
 	a.plainRun = 0
+	a.sinceStep++
 	a.acc = adaptDecay*a.acc + float64(kept)
 	a.tries = adaptDecay*a.tries + decided
 	if a.rounds++; a.rounds == 1 {
