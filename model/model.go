@@ -184,11 +184,32 @@ func (m *Model) chooser(s *State, T int) *stepMode {
 	case !m.timed || T > maxVerify:
 		return nil
 	case s.verify || s.rows != nil:
-		return &s.sc.rmode[T]
+		md := &s.sc.rmode[T]
+		if md.steps == 0 {
+			s.sc.seed(md)
+		}
+		return md
 	case T == 1:
+		if s.sc.mode.steps == 0 {
+			s.sc.seed(&s.sc.mode)
+		}
 		return &s.sc.mode
 	}
 	return nil
+}
+
+// seed starts md, one of sc's choosers, from the warmest of the others
+// (stepMode.seed).
+func (sc *scratch) seed(md *stepMode) {
+	var from [maxVerify + 2]*stepMode
+	n := 0
+	from[n] = &sc.mode
+	n++
+	for i := range sc.rmode {
+		from[n] = &sc.rmode[i]
+		n++
+	}
+	md.seed(from[:n]...)
 }
 
 // begin readies s's scratch for a call of T rows at positions s.Pos()….

@@ -224,7 +224,14 @@ func (st *stage) units(i, a, b int) {
 // Steps run in the mode with the lower running mean step time, changing
 // modes only when the other is modeGain faster, except that every
 // modeProbe steps two run in the other mode, to keep its mean current as
-// the load changes; at first the modes take turns. Only the second step
+// the load changes; at first the modes take turns. A chooser that starts
+// when another of its State has timed both modes (a verify block's first
+// T after the State's decode steps, seed) starts from that one's pick
+// instead: it runs in that mode and times the other only at probes, one
+// pair in modeProbe/4 steps, until both are timed modeWarm times. The turns cost a forge-tiny
+// State's first calls of each T ~2× on a host where the pool loses
+// (decode steps 92–97 µs alone, 165–202 µs on the pool), and a drafted
+// reply tries several T for a few calls each (BENCHMARKS.md, issue 14). Only the second step
 // of each turn is timed: the first after running alone wakes the pool's
 // parked workers, which a steady run in that mode does not pay. Step
 // times are noisy, with a tail on a busy machine that the mean must see
@@ -233,9 +240,10 @@ func (st *stage) units(i, a, b int) {
 // time counts at most modeClip times its mode's running median, which
 // moves modeStep towards every time.
 type stepMode struct {
-	alone bool       // the current step runs on the caller alone
-	timed bool       // the current step's time is recorded
-	pick  bool       // the chosen mode: alone
+	alone  bool       // the current step runs on the caller alone
+	timed  bool       // the current step's time is recorded
+	pick   bool       // the chosen mode: alone
+	seeded bool       // pick came from another chooser (seed): no turns
 	steps int        // decode steps begun
 	mean  [2]float64 // running mean step time (ns): [0] with the pool, [1] alone
 	med   [2]float64 // running median step time (ns)
@@ -252,21 +260,44 @@ const (
 	modeClip  = 3        // a time counts at most modeClip medians in the mean
 )
 
+// warm reports whether m has timed both modes modeWarm times.
+func (m *stepMode) warm() bool { return m.runs[0] >= modeWarm && m.runs[1] >= modeWarm }
+
+// seed starts m, which has not begun a step, from the pick of from, the
+// warm chooser with the most timed steps (nil: none, m takes turns).
+func (m *stepMode) seed(from ...*stepMode) {
+	var best *stepMode
+	for _, o := range from {
+		if o.warm() && (best == nil || o.runs[0]+o.runs[1] > best.runs[0]+best.runs[1]) {
+			best = o
+		}
+	}
+	if best != nil {
+		m.pick, m.seeded = best.pick, true
+	}
+}
+
 // begin picks the mode of the next decode step.
 func (m *stepMode) begin() {
 	k := m.steps
 	m.steps++
-	if m.runs[0] < modeWarm || m.runs[1] < modeWarm {
+	switch {
+	case m.warm():
+		if a, p := m.mean[1], m.mean[0]; m.pick && p < (1-modeGain)*a || !m.pick && a < (1-modeGain)*p {
+			m.pick = !m.pick
+		}
+	case !m.seeded:
 		m.alone, m.timed = k/2%2 == 1, k%2 == 1
 		m.pick = m.mean[1] < m.mean[0]
 		return
 	}
-	if a, p := m.mean[1], m.mean[0]; m.pick && p < (1-modeGain)*a || !m.pick && a < (1-modeGain)*p {
-		m.pick = !m.pick
-	}
 	m.alone, m.timed = m.pick, true
-	if p := k % modeProbe; p >= modeProbe-2 {
-		m.alone, m.timed = !m.pick, p == modeProbe-1
+	every := modeProbe
+	if !m.warm() { // seeded: time the other mode sooner
+		every = modeProbe / 4
+	}
+	if p := k % every; p >= every-2 {
+		m.alone, m.timed = !m.pick, p == every-1
 	}
 }
 
