@@ -244,10 +244,10 @@ type stepMode struct {
 	timed  bool       // the current step's time is recorded
 	pick   bool       // the chosen mode: alone
 	seeded bool       // pick came from another chooser (seed): no turns
-	steps int        // decode steps begun
-	mean  [2]float64 // running mean step time (ns): [0] with the pool, [1] alone
-	med   [2]float64 // running median step time (ns)
-	runs  [2]int     // steps timed in each mode
+	steps  int        // decode steps begun
+	mean   [2]float64 // running mean step time (ns): [0] with the pool, [1] alone
+	med    [2]float64 // running median step time (ns)
+	runs   [2]int     // steps timed in each mode
 }
 
 const (
