@@ -52,7 +52,8 @@ type drafter struct {
 	sampler *sample.Sampler // nil when greedy
 	qs      []sample.Dist   // the distributions the round's drafts were drawn from
 	drafts  []int
-	rows    int // pending Verify rows of s this round
+	lead    int // pending Verify rows of s this round before the anchor's (catchUp)
+	rows    int // pending Verify rows of s this round from the anchor's on
 	adapt   adapt
 }
 
@@ -78,25 +79,30 @@ func (d *drafter) start(opts sample.Options, b *sample.Breakers, vocab int) {
 // draftSeed sets the drafter's draws apart from the target's.
 const draftSeed = 0x5bd1e9955bd1e995
 
-// propose drafts k tokens after the pending ones: it feeds them (all but
-// the last as a prefill, the last as the first Verify row) and then each
-// draft in turn as one more Verify row, drawing draft i from the
-// drafter's distribution q_i (greedy: its argmax). An error (the
-// drafter's context is full, its logits are not numbers) ends drafting
-// for the reply.
+// catchRows is the most pending tokens before the anchor that a round
+// feeds the drafter as Verify rows (catchUp); more go in by prefill.
+const catchRows = 4
+
+// propose drafts k tokens after the pending ones: it feeds them (a long
+// run of them but the last as a prefill, catchUp; the rest as the first
+// Verify rows, the anchor's last) and then each draft in turn as one more
+// Verify row, drawing draft i from the drafter's distribution q_i
+// (greedy: its argmax). An error (the drafter's context is full, its
+// logits are not numbers) ends drafting for the reply.
 func (d *drafter) propose(ctx context.Context, k int) error {
 	if err := d.catchUp(ctx); err != nil {
 		return err
 	}
-	d.drafts, d.rows = d.drafts[:0], 0
-	next := d.pending[0]
+	d.drafts, d.rows, d.lead = d.drafts[:0], 0, len(d.pending)-1
+	toks := d.pending
 	for i := range k {
-		lg, err := d.m.Verify(d.s, []int{next})
+		lg, err := d.m.Verify(d.s, toks)
 		if err != nil {
 			return err
 		}
 		d.rows++
-		row := lg.Row(0)
+		row := lg.Row(lg.Rows - 1)
+		var next int
 		if d.sampler == nil {
 			next = sample.Argmax(row)
 		} else {
@@ -112,15 +118,20 @@ func (d *drafter) propose(ctx context.Context, k int) error {
 			return fmt.Errorf("the drafter's logits after %d tokens are not numbers", d.s.Pos()+d.s.Pending())
 		}
 		d.drafts = append(d.drafts, next)
+		toks = d.drafts[i : i+1]
 	}
 	return nil
 }
 
 // catchUp feeds the drafter all its pending tokens but the last by
-// prefill.
+// prefill when there are more than catchRows of them (after plain steps);
+// fewer (the last draft and the target's token after a round that kept
+// every draft) go into the round's first Verify call, as decode steps,
+// where a prefill of one token, logits and all, cost forge-tiny's
+// drafter 24–43 µs against 18 for a Verify row (BENCHMARKS.md, issue 14).
 func (d *drafter) catchUp(ctx context.Context) error {
 	n := len(d.pending)
-	if n <= 1 {
+	if n <= 1+catchRows {
 		return nil
 	}
 	if err := d.m.Prefill(ctx, d.s, d.pending[:n-1], 0, func(int, *tensor.Matrix) error { return nil }); err != nil {
@@ -132,13 +143,14 @@ func (d *drafter) catchUp(ctx context.Context) error {
 	return nil
 }
 
-// settle keeps the drafter's rows for the tokens the target kept: rows
-// of the round's first used drafts (the anchor, then drafts[:used−1]) and
-// owes the token that ends the round (next, −1 when the reply ended).
+// settle keeps the drafter's rows for the tokens the target kept: the
+// round's lead rows, then those of its first used drafts (the anchor,
+// then drafts[:used−1]), and owes the token that ends the round (next,
+// −1 when the reply ended).
 func (d *drafter) settle(used int, next int) {
 	keep := min(used, d.rows) // rows: the anchor and drafts[:k−1]
-	d.s.Commit(keep)
-	d.fed = append(d.fed, d.pending[0])
+	d.s.Commit(d.lead + keep)
+	d.fed = append(d.fed, d.pending...) // the lead and the anchor
 	if keep > 1 {
 		d.fed = append(d.fed, d.drafts[:keep-1]...)
 	}

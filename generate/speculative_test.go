@@ -436,3 +436,30 @@ func TestAdaptRetimesStep(t *testing.T) {
 		t.Errorf("%d drafting rounds in the last 1,000 tokens (c_step %v), want plain decoding", lateRounds, time.Duration(a.step*1e9))
 	}
 }
+
+// TestDraftSelfKeepsAll: a model drafting for itself, greedy, keeps every
+// draft of every round but a last one the reply's end cuts short: the
+// drafter's State follows the target's exactly, the rows it feeds to
+// catch up (the last draft and the target's token after a round that kept
+// everything) included, and its rows are decode steps' bits as the
+// target's verify rows are; afterwards the drafter has consumed what it
+// records, a prefix of what the target consumed.
+func TestDraftSelfKeepsAll(t *testing.T) {
+	m, tok := tiny(t)
+	req := Request{Prompt: codePrompt(t, tok, 12), MaxTokens: 150, LoopGuard: -1}
+	for _, k := range []int{1, 4} {
+		e := New(m, tok, Options{Draft: m, DraftK: k, DraftFixed: true})
+		res := generate(t, e, req)
+		if d := e.draft; d.s.Pos() != len(d.fed) || !slices.Equal(d.fed, e.fed[:min(len(d.fed), len(e.fed))]) {
+			t.Errorf("k=%d: the drafter's State is at %d after feeding %d tokens, or they are not the target's", k, d.s.Pos(), len(d.fed))
+		}
+		mt := res.Metrics
+		rounds := 0
+		for _, n := range mt.AcceptHist {
+			rounds += n
+		}
+		if short := rounds - mt.AcceptHist[k]; short > 1 || rounds < 10 {
+			t.Errorf("k=%d: %d of %d rounds kept fewer than all %d drafts (histogram %v)", k, short, rounds, k, mt.AcceptHist)
+		}
+	}
+}
