@@ -48,9 +48,9 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	case s.rows != nil: // a StepBatch: each row against its own State (batch.go)
 		d.convBatch(c, s, li)
 	case s.verify:
-		d.convolve(&sc.xc, &sc.x0, ls.wconv, c.ConvKernel) // the block's working copy (verify.go)
+		d.convolve(sc, &sc.xc, &sc.x0, ls.wconv, c.ConvKernel) // the block's working copy (verify.go)
 	default:
-		d.convolve(&sc.xc, &sc.x0, ls.conv, c.ConvKernel)
+		d.convolve(sc, &sc.xc, &sc.x0, ls.conv, c.ConvKernel)
 	}
 	s.observeLayer(li, "linear_attn.conv_silu", &sc.xc)
 
@@ -112,16 +112,42 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 
 // convolve computes the causal depthwise conv + SiLU of docs/model.md §7.2 over the raw
 // rows X [T, convDim], with the K−1 rows of hist as left context, writes
-// dst [T, convDim], and advances hist to the last K−1 raw rows.
-func (d *deltaNet) convolve(dst, X *tensor.Matrix, hist []float32, K int) {
+// dst [T, convDim], and advances hist to the last K−1 raw rows. Rows are
+// split over the pool in chunks of at least convGrain elements, unless
+// the call runs alone (stepMode).
+func (d *deltaNet) convolve(sc *scratch, dst, X *tensor.Matrix, hist []float32, K int) {
 	T := X.Rows
-	if T == 1 {
-		d.convRows(dst, X, hist, K, 0, 1)
+	if T == 1 || sc.alone {
+		d.convRows(dst, X, hist, K, 0, T)
 	} else {
-		tensor.ParallelGrain(T, 8, func(lo, hi int) { d.convRows(dst, X, hist, K, lo, hi) })
+		j := &sc.conv
+		if j.run == nil {
+			j.run = j.rows
+		}
+		j.d, j.dst, j.X, j.hist, j.K = d, dst, X, hist, K
+		tensor.ParallelGrain(T, max(1, convGrain/max(X.Cols, 1)), j.run)
+		j.d, j.dst, j.X, j.hist = nil, nil, nil, nil
 	}
 	shiftConv(hist, X, K) // the last K−1 rows of [hist ‖ X], oldest first
 }
+
+// convGrain is the least elements of a chunk of convolve's rows: the
+// synth-1.4b's rows of 4096 go two to a chunk (a verify block's eight
+// rows ran on one core, 0.8 ms of a block's 30, before), forge-tiny's
+// 320 all on one core.
+const convGrain = 8 << 10
+
+// convJob carries convolve's rows to the pool; run is the method value
+// j.rows, built once per State so that a call allocates nothing.
+type convJob struct {
+	d      *deltaNet
+	dst, X *tensor.Matrix
+	hist   []float32
+	K      int
+	run    func(lo, hi int)
+}
+
+func (j *convJob) rows(lo, hi int) { j.d.convRows(j.dst, j.X, j.hist, j.K, lo, hi) }
 
 // convRows computes conv + SiLU output rows [lo, hi) (hist is only read).
 func (d *deltaNet) convRows(dst, X *tensor.Matrix, hist []float32, K, lo, hi int) {

@@ -63,6 +63,7 @@ type scratch struct {
 	step        stepJob  // head-parallel decode step (deltanet.go)
 	stage       stage    // a decode step's products of one input (stage.go)
 	attJob      attJob   // head-parallel decode attention (attention.go)
+	conv        convJob  // row-parallel DeltaNet conv (deltanet.go)
 	mode        stepMode // whether decode steps use the worker pool (stage.go)
 	// rmode makes the same choice for calls of T rows computed as decode
 	// steps (verify blocks, step batches), one chooser for each T.

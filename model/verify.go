@@ -111,7 +111,8 @@ func (s *State) replay(ls *layerState, n int) {
 				row[2*kt+h*dv:2*kt+(h+1)*dv], ls.pg[t*hv+h], ls.pb[t*hv+h], o, w)
 		}
 	}
-	shiftConv(ls.conv, tensor.FromSlice(n, cd, ls.px0[:n*cd]), c.ConvKernel)
+	raw := tensor.Matrix{Rows: n, Cols: cd, Data: ls.px0[:n*cd]} // not FromSlice: Commit allocates nothing
+	shiftConv(ls.conv, &raw, c.ConvKernel)
 }
 
 // shiftConv moves a conv window hist ([K−1][convDim], oldest first) on by

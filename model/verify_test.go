@@ -229,3 +229,29 @@ func wideHeads(t *testing.T) *model.Model {
 	}
 	return loadModel(t, dir)
 }
+
+// TestVerifyAllocs: once a State's buffers have grown, a verify block and
+// its Commit, of every row or of a prefix (replayed), allocate nothing,
+// as a decode step does not (speculative decoding runs them per round).
+func TestVerifyAllocs(t *testing.T) {
+	m := loadModel(t, repoPath("models", "forge-tiny"))
+	for _, act := range []model.Act{model.ActFloat32, model.ActInt8} {
+		s := m.NewState()
+		s.SetAct(act)
+		m.Forward(s, []int{1, 2, 3, 4, 5})
+		s.Reserve(1000)
+		for _, T := range []int{1, 4, 8} {
+			blk := make([]int, T)
+			for _, keep := range []int{1, T} {
+				if n := testing.AllocsPerRun(20, func() {
+					if _, err := m.Verify(s, blk); err != nil {
+						t.Fatal(err)
+					}
+					s.Commit(keep)
+				}); n != 0 {
+					t.Errorf("act %v: a verify block of %d rows and Commit(%d) allocate %v times", act, T, keep, n)
+				}
+			}
+		}
+	}
+}
