@@ -61,4 +61,9 @@
 // beside the target, so cached replies stay exact with drafting too; k
 // adapts to the measured acceptance and costs, down to plain steps when
 // drafting does not pay (draft.go).
+//
+// New warms its States (model.Warm: tiles, buffers, the pool-or-alone
+// choice) and Generate reserves the KV caches a reply can fill, so that
+// a reply's first tokens and verify blocks run at their steady speed
+// (Options.NoWarm skips the warm-up).
 package generate

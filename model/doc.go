@@ -18,7 +18,9 @@
 // have it), and times itself to choose between that and running alone on
 // the caller, whichever is faster on the machine's current load
 // (stepMode; verify blocks and step batches choose likewise, a chooser
-// for each number of rows); both give the same bits. With GOEXPERIMENT=simd on an
+// for each number of rows, which starts from a warm one's pick); both
+// give the same bits. Warm runs a State through those first calls before
+// a reply (warm.go). With GOEXPERIMENT=simd on an
 // AVX-512 CPU the elementwise activations, the conv, the recurrent delta
 // rule step and attention (decode steps, and prefill's rows one by one as
 // the steps at their positions) run vector kernels (vec_simd.go) that
