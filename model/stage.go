@@ -228,11 +228,11 @@ func (st *stage) units(i, a, b int) {
 // when another of its State has timed both modes (a verify block's first
 // T after the State's decode steps, seed) starts from that one's pick
 // instead: it runs in that mode and times the other only at probes, one
-// pair in modeProbe/4 steps, until both are timed modeWarm times. The turns cost a forge-tiny
-// State's first calls of each T ~2× on a host where the pool loses
-// (decode steps 92–97 µs alone, 165–202 µs on the pool), and a drafted
-// reply tries several T for a few calls each (BENCHMARKS.md, issue 14). Only the second step
-// of each turn is timed: the first after running alone wakes the pool's
+// pair in modeProbe/4 steps, until both are timed modeWarm times. The
+// turns cost a forge-tiny State's first calls of each T ~2× on a host
+// where the pool loses (decode steps 92–97 µs alone, 165–202 µs on the
+// pool), and a drafted reply tries several T for a few calls each
+// (BENCHMARKS.md, issue 14). Only the second step of each turn is timed: the first after running alone wakes the pool's
 // parked workers, which a steady run in that mode does not pay. Step
 // times are noisy, with a tail on a busy machine that the mean must see
 // (it is what costs throughput) but single outliers it must not follow
