@@ -202,15 +202,11 @@ func (m *Model) chooser(s *State, T int) *stepMode {
 // seed starts md, one of sc's choosers, from the warmest of the others
 // (stepMode.seed).
 func (sc *scratch) seed(md *stepMode) {
-	var from [maxVerify + 2]*stepMode
-	n := 0
-	from[n] = &sc.mode
-	n++
+	from := [maxVerify + 2]*stepMode{&sc.mode}
 	for i := range sc.rmode {
-		from[n] = &sc.rmode[i]
-		n++
+		from[i+1] = &sc.rmode[i]
 	}
-	md.seed(from[:n]...)
+	md.seed(from[:]...)
 }
 
 // begin readies s's scratch for a call of T rows at positions s.Pos()….

@@ -232,8 +232,9 @@ func (st *stage) units(i, a, b int) {
 // turns cost a forge-tiny State's first calls of each T ~2× on a host
 // where the pool loses (decode steps 92–97 µs alone, 165–202 µs on the
 // pool), and a drafted reply tries several T for a few calls each
-// (BENCHMARKS.md, issue 14). Only the second step of each turn is timed: the first after running alone wakes the pool's
-// parked workers, which a steady run in that mode does not pay. Step
+// (BENCHMARKS.md, issue 14). Only the second step of each turn is
+// timed: the first after running alone wakes the pool's parked workers,
+// which a steady run in that mode does not pay. Step
 // times are noisy, with a tail on a busy machine that the mean must see
 // (it is what costs throughput) but single outliers it must not follow
 // (a step the operating system preempted, the cold first steps): each
