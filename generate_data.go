@@ -202,15 +202,16 @@ func (r *Runtime) answer(ctx context.Context, cfg GenerateRowsConfig, o Generate
 	}
 	base, total := int64(i)*int64(o.MaxTokens), int64(n)*int64(o.MaxTokens)
 	var emit func(string) error
+	e := r.Engine()
 	if cfg.Progress != nil {
 		emit = func(string) error {
 			// the token being released is generated but not yet fed
-			cfg.Progress(base+int64(len(r.Engine.Fed())-len(ids)+1), total)
+			cfg.Progress(base+int64(len(e.Fed())-len(ids)+1), total)
 			return nil
 		}
 	}
-	r.Engine.Reset()
-	res, err := r.Engine.Generate(ctx, generate.Request{Prompt: ids, Sample: o.sample(i), MaxTokens: o.MaxTokens, LoopGuard: -1}, emit)
+	e.Reset()
+	res, err := e.Generate(ctx, generate.Request{Prompt: ids, Sample: o.sample(i), MaxTokens: o.MaxTokens, LoopGuard: -1}, emit)
 	if err != nil {
 		return Answer{}, fmt.Errorf("generate: %s: %w", where, err)
 	}

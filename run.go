@@ -118,7 +118,7 @@ func Run(ctx context.Context, cfg RunConfig, emit func(string) error) (*RunRepor
 // (reusing its conversation state where the prompt extends it), with the
 // settings of cfg (its Model and Prompt are not used).
 func (r *Runtime) Reply(ctx context.Context, ids []int, cfg RunConfig, emit func(string) error) (*RunReport, error) {
-	res, err := r.Engine.Generate(ctx, generate.Request{
+	res, err := r.Engine().Generate(ctx, generate.Request{
 		Prompt: ids, Sample: cfg.Sample, MaxTokens: cfg.MaxTokens, Stop: cfg.Stop,
 		ThinkBudget: cfg.ThinkBudget, LoopGuard: cfg.LoopGuard,
 	}, emit)

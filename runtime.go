@@ -14,19 +14,19 @@ import (
 )
 
 // Runtime is a model opened for generation: a checkpoint or bundle, its
-// tokenizer and an Engine holding one conversation. Close releases the
-// mapped weights.
+// tokenizer and an Engine holding one conversation (built at first use).
+// Close releases the mapped weights.
 type Runtime struct {
-	Engine *generate.Engine
-	Model  *model.Model
-	Tok    *tokenizer.Tokenizer
-	Name   string   // the directory's base name
-	Draft  *Drafter // the drafter of speculative decoding (AttachDraft), or nil
+	Model *model.Model
+	Tok   *tokenizer.Tokenizer
+	Name  string   // the directory's base name
+	Draft *Drafter // the drafter of speculative decoding (AttachDraft), or nil
 	// Warnings are what a user should know about how the model (and the
 	// drafter) will run: layoutWarnings' findings.
 	Warnings []string
 	opts     generate.Options
 	src      source.Source
+	eng      *generate.Engine // Engine's, nil until its first call
 }
 
 // Drafter is a draft model attached to a Runtime, and its identity.
@@ -57,7 +57,7 @@ func OpenRuntime(dir string, o generate.Options) (*Runtime, error) {
 		src.Close()
 		return nil, fmt.Errorf("%s: the tokenizer has %d ids but the model only %d", dir, tok.VocabSize(), v)
 	}
-	return &Runtime{Engine: generate.New(m, tok, o), Model: m, Tok: tok,
+	return &Runtime{Model: m, Tok: tok,
 		Name: filepath.Base(filepath.Clean(dir)), Warnings: layoutWarnings(dir, src), opts: o, src: src}, nil
 }
 
@@ -80,8 +80,8 @@ func layoutWarnings(dir string, src source.Source) []string {
 // runtime's replies (speculative decoding, at most k tokens per target
 // call; 0: generate.DefaultDraftK): its vocabulary and tokenizer must give
 // every id the target's meaning (generate.CheckDraft), and k must be in
-// 1…16; fixed makes every round draft k tokens. The engine is replaced,
-// so the conversation starts afresh.
+// 1…16; fixed makes every round draft k tokens. An engine already built
+// is dropped, so the conversation starts afresh.
 func (r *Runtime) AttachDraft(dir string, k int, fixed bool) error {
 	if k == 0 {
 		k = generate.DefaultDraftK
@@ -112,8 +112,21 @@ func (r *Runtime) AttachDraft(dir string, k int, fixed bool) error {
 	}
 	r.Draft = d
 	r.opts.Draft, r.opts.DraftK, r.opts.DraftFixed = m, k, fixed
-	r.Engine = generate.New(r.Model, r.Tok, r.opts)
+	r.eng = nil
 	return nil
+}
+
+// Engine returns the runtime's engine, built (generate.New, which warms
+// its States unless the options say NoWarm) at the first call, with the
+// drafter attached by then: a runtime that attaches a drafter before it
+// generates builds and warms one engine, and one that only lends its
+// model and tokenizer to engines of their own (forge serve's slots,
+// forge ab's cold runs) builds none.
+func (r *Runtime) Engine() *generate.Engine {
+	if r.eng == nil {
+		r.eng = generate.New(r.Model, r.Tok, r.opts)
+	}
+	return r.eng
 }
 
 // Close releases the model's files (and the drafter's).

@@ -55,6 +55,7 @@ func (c *ChatCmd) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	rt.Engine() // built and warmed now, at load, not in the first reply's time
 	for _, w := range rt.Warnings {
 		warn(w)
 	}
@@ -99,7 +100,7 @@ func (c *ChatCmd) Run(ctx context.Context) error {
 			if c.System != "" {
 				history = append(history, message{Role: "system", Content: c.System})
 			}
-			rt.Engine.Reset()
+			rt.Engine().Reset()
 			c.said = said{}
 			fmt.Fprintln(os.Stderr, "forge: conversation reset")
 			continue
