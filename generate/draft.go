@@ -8,7 +8,6 @@ import (
 
 	"forge/model"
 	"forge/sample"
-	"forge/tensor"
 	"forge/tokenizer"
 )
 
@@ -123,20 +122,34 @@ func (d *drafter) propose(ctx context.Context, k int) error {
 	return nil
 }
 
-// catchUp feeds the drafter all its pending tokens but the last by
-// prefill when there are more than catchRows of them (after plain steps);
-// fewer (the last draft and the target's token after a round that kept
-// every draft) go into the round's first Verify call, as decode steps,
-// where a prefill of one token, logits and all, cost forge-tiny's
-// drafter 24–43 µs against 18 for a Verify row (BENCHMARKS.md, issue 14).
+// catchUp feeds the drafter all its pending tokens but the last when
+// there are more than catchRows of them (after plain steps) as Verify
+// blocks of up to model.Int8Rows rows, each committed whole: decode-step
+// arithmetic, int8 activations where the State takes them, where a
+// prefill of more rows runs in float32 and computes every row's logits
+// (forge-tiny's drafter, BENCHMARKS.md issue 14: a 23-token catch-up by
+// prefill took 618 µs in a reply). Fewer (the last draft and the
+// target's token after a round that kept every draft) go into the
+// round's first Verify call, as decode steps, where a prefill of one
+// token, logits and all, cost forge-tiny's drafter 24–43 µs against 18
+// for a Verify row.
 func (d *drafter) catchUp(ctx context.Context) error {
 	n := len(d.pending)
 	if n <= 1+catchRows {
 		return nil
 	}
-	if err := d.m.Prefill(ctx, d.s, d.pending[:n-1], 0, func(int, *tensor.Matrix) error { return nil }); err != nil {
-		d.reset()
-		return err
+	toks := d.pending[:n-1]
+	for i := 0; i < len(toks); i += model.Int8Rows {
+		block := toks[i:min(i+model.Int8Rows, len(toks))]
+		if err := ctx.Err(); err != nil {
+			d.reset()
+			return err
+		}
+		if _, err := d.m.Verify(d.s, block); err != nil {
+			d.reset()
+			return err
+		}
+		d.s.Commit(len(block))
 	}
 	d.fed = append(d.fed, d.pending[:n-1]...)
 	d.pending = append(d.pending[:0], d.pending[n-1])
