@@ -79,12 +79,13 @@ func (d *drafter) start(opts sample.Options, b *sample.Breakers, vocab int) {
 const draftSeed = 0x5bd1e9955bd1e995
 
 // catchRows is the most pending tokens before the anchor that a round
-// feeds the drafter as Verify rows (catchUp); more go in by prefill.
+// feeds the drafter in its first Verify call; more go in first, in
+// committed Verify blocks of their own (catchUp).
 const catchRows = 4
 
 // propose drafts k tokens after the pending ones: it feeds them (a long
-// run of them but the last as a prefill, catchUp; the rest as the first
-// Verify rows, the anchor's last) and then each draft in turn as one more
+// run of them but the last in committed blocks, catchUp; the rest as the
+// first Verify rows, the anchor's last) and then each draft in turn as one more
 // Verify row, drawing draft i from the drafter's distribution q_i
 // (greedy: its argmax). An error (the drafter's context is full, its
 // logits are not numbers) ends drafting for the reply.
