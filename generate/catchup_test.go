@@ -10,12 +10,11 @@ import (
 )
 
 // TestDraftCatchUp: the drafter's catch-up after plain steps feeds its
-// pending tokens but the last, in order, as Verify blocks of up to
-// model.Int8Rows rows (the next row's logits equal those of a State fed
-// the same blocks, bit for bit, in float32 and int8 activations),
-// records them as fed and leaves the last pending; at most catchRows+1
-// pending tokens wait for the round's first Verify call instead; a
-// cancelled catch-up leaves the drafter empty.
+// pending tokens but the last, in order, by one prefill (the next row's
+// logits equal those of a State given the same prefill, bit for bit, in
+// float32 and int8 activations), records them as fed and leaves the last
+// pending; at most catchRows+1 pending tokens wait for the round's first
+// Verify call instead; a cancelled catch-up leaves the drafter empty.
 func TestDraftCatchUp(t *testing.T) {
 	tm, tok := tiny(t)
 	dm, _ := tinyDraft(t)
@@ -33,7 +32,7 @@ func TestDraftCatchUp(t *testing.T) {
 		if err := d.catchUp(t.Context()); err != nil || d.s.Pos() != 5 || len(d.pending) != catchRows+1 {
 			t.Fatalf("%v: %d pending tokens were fed (%v)", act, catchRows+1, err)
 		}
-		d.pending = append(d.pending[:0], toks[5:59]...) // 53 fed: blocks of 16, 16, 16, 5
+		d.pending = append(d.pending[:0], toks[5:59]...) // 53 fed
 		if err := d.catchUp(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -44,12 +43,8 @@ func TestDraftCatchUp(t *testing.T) {
 		ref := dm.NewState()
 		ref.SetAct(act)
 		dm.Forward(ref, toks[:5])
-		for i := 5; i < 58; i += model.Int8Rows {
-			block := toks[i:min(i+model.Int8Rows, 58)]
-			if _, err := dm.Verify(ref, block); err != nil {
-				t.Fatal(err)
-			}
-			ref.Commit(len(block))
+		if _, err := dm.PrefillLast(t.Context(), ref, toks[5:58], 0); err != nil {
+			t.Fatal(err)
 		}
 		got, err := dm.Verify(d.s, toks[58:60])
 		if err != nil {
@@ -60,7 +55,7 @@ func TestDraftCatchUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got.Data, want.Data) {
-			t.Fatalf("%v: the caught-up drafter's logits differ from a State fed the same Verify blocks", act)
+			t.Fatalf("%v: the caught-up drafter's logits differ from a State given the same prefill", act)
 		}
 		d.s.Commit(0)
 

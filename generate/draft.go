@@ -79,13 +79,13 @@ func (d *drafter) start(opts sample.Options, b *sample.Breakers, vocab int) {
 const draftSeed = 0x5bd1e9955bd1e995
 
 // catchRows is the most pending tokens before the anchor that a round
-// feeds the drafter in its first Verify call; more go in first, in
-// committed Verify blocks of their own (catchUp).
+// feeds the drafter in its first Verify call; more go in first, by
+// prefill (catchUp).
 const catchRows = 4
 
 // propose drafts k tokens after the pending ones: it feeds them (a long
-// run of them but the last in committed blocks, catchUp; the rest as the
-// first Verify rows, the anchor's last) and then each draft in turn as one more
+// run of them but the last as a prefill, catchUp; the rest as the first
+// Verify rows, the anchor's last) and then each draft in turn as one more
 // Verify row, drawing draft i from the drafter's distribution q_i
 // (greedy: its argmax). An error (the drafter's context is full, its
 // logits are not numbers) ends drafting for the reply.
@@ -123,15 +123,14 @@ func (d *drafter) propose(ctx context.Context, k int) error {
 	return nil
 }
 
-// catchUp feeds the drafter all its pending tokens but the last when
-// there are more than catchRows of them (after plain steps) as Verify
-// blocks of up to model.Int8Rows rows, each committed whole: decode-step
-// arithmetic, int8 activations where the State takes them, where a
-// prefill of more rows runs in float32 and computes every row's logits
-// (forge-tiny's drafter, BENCHMARKS.md issue 14: a 23-token catch-up by
-// prefill took 618 µs in a reply). Fewer (the last draft and the
-// target's token after a round that kept every draft) go into the
-// round's first Verify call, as decode steps, where a prefill of one
+// catchUp feeds the drafter all its pending tokens but the last by
+// prefill when there are more than catchRows of them (after plain steps),
+// with the head on the last row alone (model.PrefillLast: the others'
+// logits go unused; forge-tiny's drafter, int8 activations, 64 tokens:
+// 11–14 µs a token against 17–19 with every row's logits, and 13–15 as
+// Verify blocks of 16; BENCHMARKS.md issue 14). Fewer (the last draft
+// and the target's token after a round that kept every draft) go into
+// the round's first Verify call, as decode steps, where a prefill of one
 // token, logits and all, cost forge-tiny's drafter 24–43 µs against 18
 // for a Verify row.
 func (d *drafter) catchUp(ctx context.Context) error {
@@ -139,18 +138,9 @@ func (d *drafter) catchUp(ctx context.Context) error {
 	if n <= 1+catchRows {
 		return nil
 	}
-	toks := d.pending[:n-1]
-	for i := 0; i < len(toks); i += model.Int8Rows {
-		block := toks[i:min(i+model.Int8Rows, len(toks))]
-		if err := ctx.Err(); err != nil {
-			d.reset()
-			return err
-		}
-		if _, err := d.m.Verify(d.s, block); err != nil {
-			d.reset()
-			return err
-		}
-		d.s.Commit(len(block))
+	if _, err := d.m.PrefillLast(ctx, d.s, d.pending[:n-1], 0); err != nil {
+		d.reset()
+		return err
 	}
 	d.fed = append(d.fed, d.pending[:n-1]...)
 	d.pending = append(d.pending[:0], d.pending[n-1])
