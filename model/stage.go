@@ -234,12 +234,12 @@ func (st *stage) units(i, a, b int) {
 // pool), and a drafted reply tries several T for a few calls each
 // (BENCHMARKS.md, issue 14). Only the second step of each turn is
 // timed: the first after running alone wakes the pool's parked workers,
-// which a steady run in that mode does not pay. Step
-// times are noisy, with a tail on a busy machine that the mean must see
-// (it is what costs throughput) but single outliers it must not follow
-// (a step the operating system preempted, the cold first steps): each
-// time counts at most modeClip times its mode's running median, which
-// moves modeStep towards every time.
+// which a steady run in that mode does not pay. Step times are noisy,
+// with a tail on a busy machine that the mean must see (it is what costs
+// throughput) but single outliers it must not follow (a step the
+// operating system preempted, the cold first steps): each time counts at
+// most modeClip times its mode's running median, which moves modeStep
+// towards every time.
 type stepMode struct {
 	alone  bool       // the current step runs on the caller alone
 	timed  bool       // the current step's time is recorded
