@@ -75,12 +75,15 @@ type Int8Input struct {
 	d        []float32 // [rows][blocks][16] group scales d_(b,l)
 	k        []float32 // [rows] 128·Σ_G d_G·Σ_{j∈G} q_j, summed in group order in float32
 	x        *tensor.Matrix
-	xr       tensor.Matrix // x' when the matrix rotates its input
-	xp       tensor.Matrix // x' zero-padded to whole steps, when in is not a multiple of 128
-	qs       []int32       // [rows][blocks][16] 128·Σ q over each scale group (the AVX2 multi-row kernels' correction), or empty
-	qh       []int32       // qs halved, 64·Σ q: where the AVX2 one-row kernels' block sums start, or empty
-	qi       []int8        // q's rows by chunks of eight, interleaved by step (int8rows.go), or empty
-	di       []float32     // d's likewise
+	xr       tensor.Matrix  // x' when the matrix rotates its input
+	xp       tensor.Matrix  // x' zero-padded to whole steps, when in is not a multiple of 128
+	qs       []int32        // [rows][blocks][16] 128·Σ q over each scale group (the AVX2 multi-row kernels' correction), or empty
+	qh       []int32        // qs halved, 64·Σ q: where the AVX2 one-row kernels' block sums start, or empty
+	qi       []int8         // q's rows by chunks of eight, interleaved by step (int8rows.go), or empty
+	di       []float32      // d's likewise
+	xq       *tensor.Matrix // the rows QuantizeRows reads (x, rotated and padded)
+	steps    int            // steps of int8Step columns a row
+	nb       int            // scales a row (16 a block)
 }
 
 // Rows returns the number of rows of x it holds.
@@ -259,6 +262,16 @@ func (m *Matrix) group8(r int) int {
 // to int8 as the formula above. It allocates only when q's buffers grow,
 // and panics if x does not have m's input width.
 func (m *Matrix) QuantizeInput(q *Int8Input, x *tensor.Matrix) {
+	m.PrepareInput(q, x)
+	q.QuantizeRows(0, x.Rows)
+}
+
+// PrepareInput is QuantizeInput but for the rows' quantizing: it sizes q
+// for x, rotates and pads x, and leaves q to QuantizeRows, which callers
+// may run on several goroutines for disjoint ranges of rows (a verify
+// block's, on the cores its products then run on). q keeps x until the
+// rows are done.
+func (m *Matrix) PrepareInput(q *Int8Input, x *tensor.Matrix) {
 	if x.Cols != m.in {
 		panic(fmt.Sprintf("lut.Matrix.QuantizeInput: W %dx%d, x %dx%d", m.out, m.in, x.Rows, x.Cols))
 	}
@@ -276,27 +289,41 @@ func (m *Matrix) QuantizeInput(q *Int8Input, x *tensor.Matrix) {
 		}
 		x = &q.xp
 	}
-	steps := (m.in + int8Step - 1) / int8Step
-	nb := 16 * ((m.in + int8Block - 1) / int8Block)
-	q.q = grow(q.q, x.Rows*steps*int8Step)
-	q.d = grow(q.d, x.Rows*nb)
+	q.xq = x
+	q.steps = (m.in + int8Step - 1) / int8Step
+	q.nb = 16 * ((m.in + int8Block - 1) / int8Block)
+	q.q = grow(q.q, x.Rows*q.steps*int8Step)
+	q.d = grow(q.d, x.Rows*q.nb)
 	q.k = grow(q.k, x.Rows)
 	q.qs = q.qs[:0]
 	if int8A2 && useFast {
-		q.qs = grow(q.qs, x.Rows*nb)
+		q.qs = grow(q.qs, x.Rows*q.nb)
 	}
-	for t := range x.Rows {
+	q.qh = grow(q.qh, len(q.qs))
+	q.qi, q.di = q.qi[:0], q.di[:0]
+	if q.rows >= 2 && int8Ready { // the multi-row kernels' interleaved copy (int8rows.go)
+		q.qi = grow(q.qi, q.rows*q.steps*int8Step)
+		q.di = grow(q.di, q.rows*q.nb)
+	}
+}
+
+// QuantizeRows quantizes rows [lo, hi) of the input PrepareInput gave q:
+// their int8 values, scales, sums and interleaved copies.
+func (q *Int8Input) QuantizeRows(lo, hi int) {
+	x, steps, nb := q.xq, q.steps, q.nb
+	for t := lo; t < hi; t++ {
 		var qs []int32
 		if len(q.qs) > 0 {
 			qs = q.qs[t*nb:][:nb]
 		}
 		q.k[t] = quantizeRow(q.q[t*steps*int8Step:][:steps*int8Step], q.d[t*nb:][:nb], qs, x.Row(t))
+		for i := t * nb; i < (t+1)*nb && i < len(q.qs); i++ {
+			q.qh[i] = q.qs[i] >> 1 // exact: 128·Σq is even
+		}
+		if len(q.qi) > 0 {
+			q.interleaveRow(t, steps, nb)
+		}
 	}
-	q.qh = grow(q.qh, len(q.qs))
-	for i, v := range q.qs {
-		q.qh[i] = v >> 1 // exact: 128·Σq is even
-	}
-	q.interleave(steps, nb)
 }
 
 func grow[E any](s []E, n int) []E {

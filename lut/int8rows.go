@@ -11,29 +11,20 @@ package lut
 // int8Chunk is the most rows of x the multi-row kernel takes at once.
 const int8Chunk = 8
 
-// interleave lays q's rows out for the multi-row kernel, by chunks of
-// int8Chunk rows: chunk c (rows t0 = c·int8Chunk …, T of them) holds step
-// s of its row t at qi[t0·steps·128 + (s·T + t)·128] and block b's scales
-// at di[t0·nb + (b·T + t)·16]. Nothing is made for a single row or where
-// the kernel does not run.
-func (q *Int8Input) interleave(steps, nb int) {
-	q.qi, q.di = q.qi[:0], q.di[:0]
-	if q.rows < 2 || !int8Ready {
-		return
+// interleaveRow lays row t of q out for the multi-row kernel, by chunks
+// of int8Chunk rows: chunk c (rows t0 = c·int8Chunk …, T of them) holds
+// step s of its row r at qi[t0·steps·128 + (s·T + r)·128] and block b's
+// scales at di[t0·nb + (b·T + r)·16]. PrepareInput makes room for it
+// only for several rows and where the kernel runs.
+func (q *Int8Input) interleaveRow(t, steps, nb int) {
+	t0 := t / int8Chunk * int8Chunk
+	T, r := min(int8Chunk, q.rows-t0), t-t0
+	qc, dc := q.qi[t0*steps*int8Step:], q.di[t0*nb:]
+	src, ds := q.q[t*steps*int8Step:], q.d[t*nb:]
+	for s := range steps {
+		copy(qc[(s*T+r)*int8Step:][:int8Step], src[s*int8Step:][:int8Step])
 	}
-	q.qi = grow(q.qi, q.rows*steps*int8Step)
-	q.di = grow(q.di, q.rows*nb)
-	for t0 := 0; t0 < q.rows; t0 += int8Chunk {
-		T := min(int8Chunk, q.rows-t0)
-		qc, dc := q.qi[t0*steps*int8Step:], q.di[t0*nb:]
-		for t := range T {
-			src, ds := q.q[(t0+t)*steps*int8Step:], q.d[(t0+t)*nb:]
-			for s := range steps {
-				copy(qc[(s*T+t)*int8Step:][:int8Step], src[s*int8Step:][:int8Step])
-			}
-			for b := range nb / 16 {
-				copy(dc[(b*T+t)*16:][:16], ds[b*16:][:16])
-			}
-		}
+	for b := range nb / 16 {
+		copy(dc[(b*T+r)*16:][:16], ds[b*16:][:16])
 	}
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"runtime"
 
 	"forge/lut"
 )
@@ -91,10 +92,19 @@ func (s *State) int8Step(rows int) bool {
 	return s.act == ActInt8All || s.act == ActInt8 && (rows <= Int8Rows || lut.Int8Prefill())
 }
 
+// quantSplit is the least elements of a stage's input (all its rows) whose
+// rows are quantized in the stage's chunks, on every core its products
+// run on: a verify block of the synth-1.4b (8 × 2048 and more), not
+// forge-tiny's (8 × 256 or 768).
+var quantSplit = 16 << 10
+
 // quantize prepares the stage's int8 inputs: one per product with int8
 // kernels, shared by products whose matrices take the same input
-// (lut.Int8Input.Fits), so that an input is quantized once per step.
-func (st *stage) quantize() {
+// (lut.Int8Input.Fits), so that an input is quantized once per step. It
+// quantizes their rows itself unless par, where it leaves them to the
+// stage's chunks (quantizeRows).
+func (st *stage) quantize(par bool) {
+	st.nq = 0
 	for i := range st.n {
 		st.q8[i] = nil
 		m, ok := st.lin[i].(*lut.Matrix)
@@ -108,8 +118,44 @@ func (st *stage) quantize() {
 			}
 		}
 		if st.q8[i] == nil {
-			m.QuantizeInput(&st.in8[i], st.x)
+			m.PrepareInput(&st.in8[i], st.x)
 			st.q8[i] = &st.in8[i]
+			st.qin[st.nq] = st.q8[i]
+			st.nq++
+		}
+	}
+	if !par {
+		for _, q := range st.qin[:st.nq] {
+			q.QuantizeRows(0, st.x.Rows)
+		}
+		return
+	}
+	st.qnext.Store(0)
+	st.qdone.Store(0)
+	st.qtotal = int32(st.nq * st.x.Rows)
+}
+
+// quantizeRows is the start of each of a stage's chunks when quantize
+// left the rows to them: the goroutine quantizes rows (one input's row
+// at a time, claimed from a shared count) until none is left, then waits
+// until every row is done, as the products read all of them. A verify
+// block of eight rows of the synth-1.4b quantized ~1.5 ms of its ~35 on
+// one core while the other waited; a pool call of its own per input cost
+// as much as it saved (a hand-off each).
+func (st *stage) quantizeRows() {
+	T := int32(st.x.Rows)
+	for {
+		i := st.qnext.Add(1) - 1
+		if i >= st.qtotal {
+			break
+		}
+		t := int(i % T)
+		st.qin[i/T].QuantizeRows(t, t+1)
+		st.qdone.Add(1)
+	}
+	for n := 1; st.qdone.Load() < st.qtotal; n++ {
+		if n%256 == 0 {
+			runtime.Gosched()
 		}
 	}
 }

@@ -25,6 +25,16 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	ls := &s.layers[li]
 	sc := &s.sc
 	cd, kt, vt, hv := c.ConvDim(), c.KeyTotal(), c.ValueTotal(), c.ValueHeads
+	if s.verify {
+		// A verify block's raw and conv'd rows are written straight into
+		// the layer's pending rows, which Commit replays (keepPending), and
+		// not copied there afterwards (8 rows of the synth-1.4b: 256 KB a
+		// layer, ~0.5 ms of a ~35 ms block).
+		x0, xc := sc.x0, sc.xc
+		defer func() { sc.x0, sc.xc = x0, xc }()
+		sc.x0 = tensor.Matrix{Rows: T, Cols: cd, Data: pendingRows(&ls.px0, T*cd)}
+		sc.xc = tensor.Matrix{Rows: T, Cols: cd, Data: pendingRows(&ls.pxc, T*cd)}
+	}
 	sc.x0.Resize(T, cd)
 	sc.z.Resize(T, vt)
 	sc.ga.Resize(T, hv)
@@ -236,14 +246,29 @@ func (j *stepJob) heads(lo, hi int) {
 			j.d.stepHead(j.c, j.sc, j.ls.rec, j.ls.rec, h, j.row)
 			continue
 		}
-		for t := range j.rows {
-			src := j.ls.wrec
-			if t == 0 && j.ls.wfresh { // a verify block's first row: from the committed state (ruleRows)
-				src = j.ls.rec
-			}
-			j.d.stepHead(j.c, j.sc, j.ls.wrec, src, h, t)
+		src := j.ls.wrec
+		if j.ls.wfresh { // a verify block's first row: from the committed state (ruleRows)
+			src = j.ls.rec
+		}
+		j.d.rowsHead(j.c, j.sc, j.ls.wrec, src, h, j.rows)
+	}
+}
+
+// rowsHead runs value head h's recurrent steps for the call's first n
+// rows, the first from the state src into rec (deltaRows).
+func (d *deltaNet) rowsHead(c *Config, sc *scratch, rec, src []float32, h, n int) {
+	dk, dv, kt := c.KeyDim, c.ValueDim, c.KeyTotal()
+	kh := h / (c.ValueHeads / c.KeyHeads) // grouped: value head h uses key head ⌊h/r_v⌋ (docs/model.md §3.3.4)
+	var rows [maxVerify]deltaRow
+	for t := range n {
+		row := sc.xc.Row(t)
+		rows[t] = deltaRow{
+			q: row[kh*dk : (kh+1)*dk], k: row[kt+kh*dk : kt+(kh+1)*dk], v: row[2*kt+h*dv : 2*kt+(h+1)*dv],
+			o: sc.o.Row(t)[h*dv : (h+1)*dv], g: sc.ga.Row(t)[h], beta: sc.gb.Row(t)[h],
 		}
 	}
+	hs := dk * dv
+	deltaRows(rec[h*hs:(h+1)*hs], src[h*hs:(h+1)*hs], rows[:n], sc.w[h*dv:(h+1)*dv], sc.wu[h*dv:(h+1)*dv])
 }
 
 // stepHead runs value head h's recurrent step for row t of the call from

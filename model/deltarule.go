@@ -51,6 +51,28 @@ func deltaStepGo(S, src, q, k, v []float32, alpha, beta float32, o, w []float32)
 	}
 }
 
+// deltaRow is one row of a verify block for one value head: its q and k
+// (dk floats), v and output o (dv), log decay g and write strength β.
+type deltaRow struct {
+	q, k, v, o []float32
+	g, beta    float32
+}
+
+// deltaRows runs rows in turn, the first from the state src into S, the
+// others on S in place, writing each row's o: deltaStepFrom of each, the
+// same bits, with fewer passes over the state where deltaRowsFast runs (a
+// verify block of T rows: T + 1 passes instead of 2T). w and u are dv
+// floats of scratch.
+func deltaRows(S, src []float32, rows []deltaRow, w, u []float32) {
+	if deltaRowsFast(S, src, rows, w, u) {
+		return
+	}
+	for _, r := range rows {
+		deltaStepFrom(S, src, r.q, r.k, r.v, r.g, r.beta, r.o, w)
+		src = S
+	}
+}
+
 // chunkScratch holds one worker's buffers for deltaChunk.
 type chunkScratch struct {
 	C    int          // the longest chunk

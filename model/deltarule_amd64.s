@@ -154,3 +154,140 @@ done:
 	STROW(AX, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	VZEROUPPER
 	RET
+
+// The three passes of a verify block's rows on one head (deltaRows128,
+// deltarows.go): row 0's decay, the fused pass between rows t and t+1,
+// and the last row's update. Each column's operations are deltaRule128's
+// (so deltaStepGo's), in its order and rounding; only the passes over the
+// state are fewer: T + 1 a block of T rows instead of 2T.
+
+// func deltaDecay128(S, src, k, w unsafe.Pointer, dk, stride int, alpha float32)
+//
+// deltaRule128's first pass: S ← α·src; w = Sᵀk (128 floats).
+TEXT ·deltaDecay128(SB), NOSPLIT, $0-52
+	MOVQ S+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ k+16(FP), BX
+	MOVQ dk+32(FP), CX
+	MOVQ stride+40(FP), R8
+	VBROADCASTSS alpha+48(FP), Z31
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	TESTQ CX, CX
+	JLE ddone
+ddecay:
+	MULROW(SI, Z31)
+	STROW(DI, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	VBROADCASTSS (BX), Z29
+	ACC8(Z29, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ADDQ R8, SI
+	ADDQ R8, DI
+	ADDQ $4, BX
+	DECQ CX
+	JNZ ddecay
+ddone:
+	MOVQ w+24(FP), AX
+	STROW(AX, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	VZEROUPPER
+	RET
+
+// FUSE is one vector of the fused pass at byte off of the state row DI,
+// the update's u in u, the accumulators o and w, temporaries r and t:
+// r = u·k_i + S; o += q_i·r; r ← α'·r; S = r; w += k'_i·r (k_i, q_i and k'_i
+// broadcast from BX, DX and R9; α' in Z31).
+#define FUSE(off, u, o, w, r, t) \
+	VMULPS.BCST (BX), u, r; \
+	VADDPS off(DI), r, r; \
+	VMULPS.BCST (DX), r, t; \
+	VADDPS t, o, o; \
+	VMULPS Z31, r, r; \
+	VMOVUPS r, off(DI); \
+	VMULPS.BCST (R9), r, t; \
+	VADDPS t, w, w
+
+// func deltaFuse128(S, k, q, u, k2, o, w2 unsafe.Pointer, dk, stride int, alpha2 float32)
+//
+// Row t's second pass and row t+1's first in one: with u = row t's
+// β(v − w), S ← S + k uᵀ; o = Sᵀq (row t's output); then S ← α₂·S;
+// w₂ = Sᵀk₂ (row t+1's).
+TEXT ·deltaFuse128(SB), NOSPLIT, $0-76
+	MOVQ S+0(FP), DI
+	MOVQ k+8(FP), BX
+	MOVQ q+16(FP), DX
+	MOVQ u+24(FP), AX
+	MOVQ k2+32(FP), R9
+	MOVQ dk+56(FP), CX
+	MOVQ stride+64(FP), R8
+	VBROADCASTSS alpha2+72(FP), Z31
+	LDROW(AX, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ZERO8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	ZERO8(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	TESTQ CX, CX
+	JLE fdone
+fuse:
+	FUSE(0, Z0, Z8, Z16, Z24, Z28)
+	FUSE(64, Z1, Z9, Z17, Z25, Z29)
+	FUSE(128, Z2, Z10, Z18, Z26, Z30)
+	FUSE(192, Z3, Z11, Z19, Z27, Z28)
+	FUSE(256, Z4, Z12, Z20, Z24, Z29)
+	FUSE(320, Z5, Z13, Z21, Z25, Z30)
+	FUSE(384, Z6, Z14, Z22, Z26, Z28)
+	FUSE(448, Z7, Z15, Z23, Z27, Z29)
+	ADDQ R8, DI
+	ADDQ $4, BX
+	ADDQ $4, DX
+	ADDQ $4, R9
+	DECQ CX
+	JNZ fuse
+fdone:
+	MOVQ o+40(FP), AX
+	STROW(AX, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	MOVQ w2+48(FP), AX
+	STROW(AX, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	VZEROUPPER
+	RET
+
+// func deltaUpdate128(S, k, q, u, o unsafe.Pointer, dk, stride int)
+//
+// deltaRule128's second pass with u given: S ← S + k uᵀ; o = Sᵀq.
+TEXT ·deltaUpdate128(SB), NOSPLIT, $0-56
+	MOVQ u+24(FP), AX
+	LDROW(AX, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ZERO8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	MOVQ S+0(FP), DI
+	MOVQ k+8(FP), BX
+	MOVQ q+16(FP), DX
+	MOVQ dk+40(FP), CX
+	MOVQ stride+48(FP), R8
+	TESTQ CX, CX
+	JLE udone
+uupdate:
+	VBROADCASTSS (BX), Z29
+	VBROADCASTSS (DX), Z28
+	VMULPS Z0, Z29, Z16
+	VMULPS Z1, Z29, Z17
+	VMULPS Z2, Z29, Z18
+	VMULPS Z3, Z29, Z19
+	VMULPS Z4, Z29, Z20
+	VMULPS Z5, Z29, Z21
+	VMULPS Z6, Z29, Z22
+	VMULPS Z7, Z29, Z23
+	VADDPS 0(DI), Z16, Z16
+	VADDPS 64(DI), Z17, Z17
+	VADDPS 128(DI), Z18, Z18
+	VADDPS 192(DI), Z19, Z19
+	VADDPS 256(DI), Z20, Z20
+	VADDPS 320(DI), Z21, Z21
+	VADDPS 384(DI), Z22, Z22
+	VADDPS 448(DI), Z23, Z23
+	STROW(DI, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	ACC8(Z28, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	ADDQ R8, DI
+	ADDQ $4, BX
+	ADDQ $4, DX
+	DECQ CX
+	JNZ uupdate
+udone:
+	MOVQ o+32(FP), AX
+	STROW(AX, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	VZEROUPPER
+	RET

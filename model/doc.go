@@ -52,7 +52,11 @@
 // for all rows — and leaves the rows pending until Commit keeps a prefix:
 // speculative decoding's verify block, where rejected rows never reach
 // the State (DeltaNet rows run on working copies made once per block, KV
-// rows are truncated). StepBatch (batch.go) runs one decode step of each
+// rows are truncated). A block's rows pass over a DeltaNet head's state
+// T + 1 times instead of 2T (deltaRows: each row's update fused with the
+// next row's decay, the same operations per column, deltarows_simd.go),
+// and the rows of a large block are quantized to int8 on every core the
+// products then run on (stage.quantizeRows). StepBatch (batch.go) runs one decode step of each
 // of several States in one forward — server slots decoding at once — each
 // row again its State's decode step bit for bit.
 //
@@ -71,8 +75,8 @@
 // softplus, a 2-ulp float32 exp), rows.go (row-parallel norms and SwiGLU),
 // stage.go (a decode step's products on the pool, stepMode), act.go (Act:
 // int8 activations), kvcache.go (KV: the int8 KV cache), vec.go,
-// vec_simd.go, scores_amd64.s, deltarule_amd64.s and vec_go.go (row loops
-// and their AVX-512 kernels),
+// vec_simd.go, deltarows_simd.go, scores_amd64.s, deltarule_amd64.s and
+// vec_go.go (row loops and their AVX-512 kernels),
 // vec_avx2.go, attention_avx2.go and attention_avx2_amd64.s (their AVX2
 // twins),
 // numerics.go (Numerics: an emulated device's arithmetic).

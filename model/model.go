@@ -55,6 +55,7 @@ type scratch struct {
 	kp, vp, att tensor.Matrix // [T, Hkv·D] keys, values; [T, Hq·D] attention output
 	obs         tensor.Matrix // observer copies
 	w           []float32     // [Hv·dv] recurrent-step scratch
+	wu          []float32     // [Hv·dv] a verify block's u (deltaRows)
 	rw          []float32     // [2·dv] Commit's replay scratch (verify.go)
 	scores      []float32     // [Hq][pos+32] decode attention scores
 	cos, sin    []float32     // [T][R/2] RoPE tables
@@ -223,6 +224,9 @@ func (m *Model) begin(s *State, T int) {
 	c, sc := &m.cfg, &s.sc
 	if len(sc.w) != c.ValueTotal() {
 		sc.w = make([]float32, c.ValueTotal())
+	}
+	if s.verify && len(sc.wu) != c.ValueTotal() {
+		sc.wu = make([]float32, c.ValueTotal())
 	}
 	at := s.pos + s.pend // the call's first position
 	last := at

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"sync/atomic"
 	"time"
 
 	"forge/lut"
@@ -66,6 +67,14 @@ type stage struct {
 	q8  [maxStage]*lut.Int8Input // product i's int8 input (nil: float32), see quantize
 	in8 [maxStage]lut.Int8Input  // their buffers
 
+	// The inputs quantize prepared and, when it left their rows to the
+	// chunks, the rows' count (qtotal = nq·T, 0 otherwise), the next to
+	// claim and those done (quantizeRows).
+	qin          [maxStage]*lut.Int8Input
+	nq           int
+	qtotal       int32
+	qnext, qdone atomic.Int32
+
 	xr [maxVerify]tensor.Matrix           // a verify block's rows of x, [1, in] each
 	dr [maxStage][maxVerify]tensor.Matrix // and of each product's dst
 }
@@ -121,7 +130,13 @@ func (st *stage) add(l Linear, dst *tensor.Matrix) *stage {
 // do runs the stage's products and returns when all are done.
 func (st *stage) do() {
 	if st.act8 {
-		st.quantize()
+		// A large verify block's rows are quantized in the chunks, on
+		// every core the products run on (quantizeRows).
+		par := st.split && !st.alone && st.x.Rows > 1 && st.x.Rows*st.x.Cols >= quantSplit
+		st.quantize(par)
+		if par {
+			defer func() { st.qtotal = 0 }()
+		}
 	} else {
 		clear(st.q8[:])
 	}
@@ -155,6 +170,9 @@ func (st *stage) do() {
 
 // chunk computes units [lo, hi) of the stacked output rows.
 func (st *stage) chunk(lo, hi int) {
+	if st.qtotal > 0 {
+		st.quantizeRows()
+	}
 	start := 0
 	for i := range st.n {
 		if end := st.end[i]; lo < end && hi > start {

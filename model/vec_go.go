@@ -17,6 +17,8 @@ func mulScaleFast(dst, x []float32, r float32, scale []float32) int             
 func mulScalarFast(x []float32, r float32) int                                       { return 0 }
 func deltaStepFast(S, src, q, k, v []float32, alpha, beta float32, o []float32) bool { return false }
 
+func deltaRowsFast(S, src []float32, rows []deltaRow, w, u []float32) bool { return false }
+
 func values4(o, w []float32, ws int, V []float32, n, stride, off int) bool { return false }
 func valuesI8(o, w []float32, ws int, V []int8, vs []float32, n, stride, off, hk, hkv int) bool {
 	return false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"forge/tensor"
 )
@@ -149,6 +150,15 @@ func (s *State) drop() {
 	s.pend = 0
 }
 
+// pendingRows extends *p by n floats and returns them: where a verify
+// block's rows are written in place (deltaNet.forward). It allocates only
+// when *p grows.
+func pendingRows(p *[]float32, n int) []float32 {
+	m := len(*p)
+	*p = slices.Grow(*p, n)[:m+n]
+	return (*p)[m:]
+}
+
 // settled panics when s has pending rows: what would be saved or run on
 // is not a State any decode steps reached.
 func (s *State) settled(op string) {
@@ -157,11 +167,11 @@ func (s *State) settled(op string) {
 	}
 }
 
-// keepPending records a verify block's DeltaNet inputs for Commit.
+// keepPending records a verify block's DeltaNet gates for Commit (its
+// raw and conv'd rows are already there: deltaNet.forward writes them in
+// place, pendingRows).
 func (s *State) keepPending(ls *layerState) {
 	sc := &s.sc
-	ls.px0 = append(ls.px0, sc.x0.Data...)
-	ls.pxc = append(ls.pxc, sc.xc.Data...)
 	ls.pg = append(ls.pg, sc.ga.Data...)
 	ls.pb = append(ls.pb, sc.gb.Data...)
 }
