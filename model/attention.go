@@ -87,10 +87,10 @@ func (a *attention) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	}
 	if s.rows != nil {
 		a.attendRows(c, s, li)
-	} else if T == 1 || s.verify {
-		for t := range T { // a verify block's rows are decode steps at pos+t (verify.go)
-			a.attendStep(c, s.pos+s.pend+t, t, ls, sc)
-		}
+	} else if T == 1 {
+		a.attendStep(c, s.pos+s.pend, 0, ls, sc)
+	} else if s.verify {
+		a.attendBlock(c, s.pos+s.pend, T, ls, sc)
 	} else {
 		hk, rq, ws := c.KVHeads, hq/c.KVHeads, s.pos+T+32
 		tensor.Parallel(T*hk, func(lo, hi int) { // (row, KV head) pairs
@@ -127,6 +127,51 @@ func (a *attention) attendStep(c *Config, pos, t int, ls *layerState, sc *scratc
 		return
 	}
 	tensor.ParallelGrain(c.Heads, 1, j.run)
+}
+
+// attendBlock is attend for a verify block of T rows at positions pos…:
+// each row's heads as the decode step at its position computes them
+// (attendRowHeads, as attJob.heads), the rows' (row, KV head) pairs in one
+// call on the pool, where a call a row cost a hand-off each and left the
+// cores waiting for each other at the end of every row (the synth-1.4b:
+// 8 rows × 8 heads over ~260 positions, six layers a block).
+func (a *attention) attendBlock(c *Config, pos, T int, ls *layerState, sc *scratch) {
+	j := &sc.attBlock
+	if j.run == nil {
+		j.run = j.pairs // built once, so that a block allocates nothing
+	}
+	j.a, j.c, j.pos, j.ls, j.sc = a, c, pos, ls, sc
+	n := T * c.KVHeads
+	if sc.alone || T*(pos+T)*c.Heads*c.HeadDim < attParallel {
+		j.pairs(0, n)
+	} else {
+		tensor.ParallelGrain(n, 1, j.run)
+	}
+	j.a, j.c, j.ls, j.sc = nil, nil, nil, nil
+}
+
+// attBlockJob spreads a verify block's (row, KV head) pairs over the
+// worker pool: pair i is row i / KVHeads and KV head i % KVHeads, whose
+// query heads' scores take their own part of sc.scores.
+type attBlockJob struct {
+	a   *attention
+	c   *Config
+	pos int // the block's first position
+	ls  *layerState
+	sc  *scratch
+	run func(lo, hi int)
+}
+
+func (j *attBlockJob) pairs(lo, hi int) {
+	c := j.c
+	hk, rq := c.KVHeads, c.Heads/c.KVHeads
+	T := j.sc.q.Rows
+	wmax := j.pos + T + 32 // the last row's ws, the most any row takes
+	for i := lo; i < hi; i++ {
+		t, h0 := i/hk, (i%hk)*rq
+		ws := j.pos + t + 32 // as the decode step at pos+t lays its heads' scores out (attJob.heads)
+		j.a.attendRowHeads(c, j.pos, j.ls, j.sc, t, h0, h0+rq, j.sc.scores[i*rq*wmax:], ws)
+	}
 }
 
 // attJob spreads a decode step's query heads over the worker pool.

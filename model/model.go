@@ -60,12 +60,13 @@ type scratch struct {
 	scores      []float32     // [Hq][pos+32] decode attention scores
 	cos, sin    []float32     // [T][R/2] RoPE tables
 	heads       []*headScratch
-	job         rowJob   // row-parallel dispatch (rows.go)
-	step        stepJob  // head-parallel decode step (deltanet.go)
-	stage       stage    // a decode step's products of one input (stage.go)
-	attJob      attJob   // head-parallel decode attention (attention.go)
-	conv        convJob  // row-parallel DeltaNet conv (deltanet.go)
-	mode        stepMode // whether decode steps use the worker pool (stage.go)
+	job         rowJob      // row-parallel dispatch (rows.go)
+	step        stepJob     // head-parallel decode step (deltanet.go)
+	stage       stage       // a decode step's products of one input (stage.go)
+	attJob      attJob      // head-parallel decode attention (attention.go)
+	attBlock    attBlockJob // a verify block's attention (attention.go)
+	conv        convJob     // row-parallel DeltaNet conv (deltanet.go)
+	mode        stepMode    // whether decode steps use the worker pool (stage.go)
 	// rmode makes the same choice for calls of T rows computed as decode
 	// steps (verify blocks, step batches), one chooser for each T.
 	rmode [maxVerify + 1]stepMode
@@ -233,7 +234,11 @@ func (m *Model) begin(s *State, T int) {
 	if s.verify {
 		last += T - 1 // a verify block's rows attend as decode steps (attendStep)
 	}
-	if need := c.Heads * (last + 32); len(sc.scores) < need { // per head pos+1 rounded up to whole vectors, and one more (attendStep)
+	need := c.Heads * (last + 32) // per head pos+1 rounded up to whole vectors, and one more (attendStep)
+	if s.verify {
+		need = T * c.Heads * (last + 33) // every row's heads at once, each pair ws = pos+T+32 apart (attendBlock)
+	}
+	if len(sc.scores) < need {
 		sc.scores = make([]float32, 2*need)
 	}
 	sc.alone = false
