@@ -101,8 +101,9 @@ var quantSplit = 16 << 10
 // quantize prepares the stage's int8 inputs: one per product with int8
 // kernels, shared by products whose matrices take the same input
 // (lut.Int8Input.Fits), so that an input is quantized once per step. It
-// quantizes their rows itself unless par, where it leaves them to the
-// stage's chunks (quantizeRows).
+// quantizes each at once unless par, where it leaves their rows to the
+// stage's chunks (quantizeRows). (Preparing every input first and
+// quantizing after cost forge-tiny-draft's decode step 18.3 → 20.8 µs.)
 func (st *stage) quantize(par bool) {
 	st.nq = 0
 	for i := range st.n {
@@ -117,22 +118,24 @@ func (st *stage) quantize(par bool) {
 				break
 			}
 		}
-		if st.q8[i] == nil {
-			m.PrepareInput(&st.in8[i], st.x)
-			st.q8[i] = &st.in8[i]
-			st.qin[st.nq] = st.q8[i]
-			st.nq++
+		if st.q8[i] != nil {
+			continue
 		}
-	}
-	if !par {
-		for _, q := range st.qin[:st.nq] {
-			q.QuantizeRows(0, st.x.Rows)
+		q := &st.in8[i]
+		st.q8[i] = q
+		if !par {
+			m.QuantizeInput(q, st.x)
+			continue
 		}
-		return
+		m.PrepareInput(q, st.x)
+		st.qin[st.nq] = q
+		st.nq++
 	}
-	st.qnext.Store(0)
-	st.qdone.Store(0)
-	st.qtotal = int32(st.nq * st.x.Rows)
+	if par {
+		st.qnext.Store(0)
+		st.qdone.Store(0)
+		st.qtotal = int32(st.nq * st.x.Rows)
+	}
 }
 
 // quantizeRows is the start of each of a stage's chunks when quantize

@@ -25,13 +25,12 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	ls := &s.layers[li]
 	sc := &s.sc
 	cd, kt, vt, hv := c.ConvDim(), c.KeyTotal(), c.ValueTotal(), c.ValueHeads
+	x0, xc := sc.x0, sc.xc // restored at the end of a verify block's layer
 	if s.verify {
 		// A verify block's raw and conv'd rows are written straight into
 		// the layer's pending rows, which Commit replays (keepPending), and
 		// not copied there afterwards (8 rows of the synth-1.4b: 256 KB a
 		// layer, ~0.5 ms of a ~35 ms block).
-		x0, xc := sc.x0, sc.xc
-		defer func() { sc.x0, sc.xc = x0, xc }()
 		sc.x0 = tensor.Matrix{Rows: T, Cols: cd, Data: pendingRows(&ls.px0, T*cd)}
 		sc.xc = tensor.Matrix{Rows: T, Cols: cd, Data: pendingRows(&ls.pxc, T*cd)}
 	}
@@ -118,6 +117,9 @@ func (d *deltaNet) forward(m *Model, s *State, li int, u, dst *tensor.Matrix) {
 	s.observeLayer(li, "linear_attn.gated_norm_out", &sc.o)
 	s.products(&sc.o).add(d.out, dst).do()
 	s.observeLayer(li, "linear_attn.mixer_out", dst)
+	if s.verify {
+		sc.x0, sc.xc = x0, xc
+	}
 }
 
 // convolve computes the causal depthwise conv + SiLU of docs/model.md §7.2 over the raw

@@ -132,11 +132,7 @@ func (st *stage) do() {
 	if st.act8 {
 		// A large verify block's rows are quantized in the chunks, on
 		// every core the products run on (quantizeRows).
-		par := st.split && !st.alone && st.x.Rows > 1 && st.x.Rows*st.x.Cols >= quantSplit
-		st.quantize(par)
-		if par {
-			defer func() { st.qtotal = 0 }()
-		}
+		st.quantize(st.split && !st.alone && st.x.Rows > 1 && st.x.Rows*st.x.Cols >= quantSplit)
 	} else {
 		clear(st.q8[:])
 	}
@@ -166,6 +162,7 @@ func (st *stage) do() {
 	// and the last chunks are short, so neither core waits long for the
 	// other at the end of a stage (97 stages a token on the synth-1.4b).
 	tensor.ParallelGuided(units, max(grain, 1), st.run)
+	st.qtotal = 0 // the rows quantize left to the chunks are done
 }
 
 // chunk computes units [lo, hi) of the stacked output rows.
