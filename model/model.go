@@ -60,17 +60,17 @@ type scratch struct {
 	scores      []float32     // [Hq][pos+32] decode attention scores
 	cos, sin    []float32     // [T][R/2] RoPE tables
 	heads       []*headScratch
-	job         rowJob      // row-parallel dispatch (rows.go)
-	step        stepJob     // head-parallel decode step (deltanet.go)
-	stage       stage       // a decode step's products of one input (stage.go)
-	attJob      attJob      // head-parallel decode attention (attention.go)
-	attBlock    attBlockJob // a verify block's attention (attention.go)
-	conv        convJob     // row-parallel DeltaNet conv (deltanet.go)
-	mode        stepMode    // whether decode steps use the worker pool (stage.go)
+	job         rowJob   // row-parallel dispatch (rows.go)
+	step        stepJob  // head-parallel decode step (deltanet.go)
+	stage       stage    // a decode step's products of one input (stage.go)
+	attJob      attJob   // head-parallel decode attention (attention.go)
+	conv        convJob  // row-parallel DeltaNet conv (deltanet.go)
+	mode        stepMode // whether decode steps use the worker pool (stage.go)
 	// rmode makes the same choice for calls of T rows computed as decode
 	// steps (verify blocks, step batches), one chooser for each T.
-	rmode [maxVerify + 1]stepMode
-	alone bool // the current call runs on the caller alone (its chooser's pick)
+	rmode    [maxVerify + 1]stepMode
+	attBlock attBlockJob // a verify block's attention (attention.go)
+	alone    bool        // the current call runs on the caller alone (its chooser's pick)
 }
 
 // headScratch is one value head's chunk buffers for prefill.
