@@ -54,9 +54,11 @@
 // the State (DeltaNet rows run on working copies made once per block, KV
 // rows are truncated). A block's rows pass over a DeltaNet head's state
 // T + 1 times instead of 2T (deltaRows: each row's update fused with the
-// next row's decay, the same operations per column, deltarows_simd.go),
-// and the rows of a large block are quantized to int8 on every core the
-// products then run on (stage.quantizeRows). StepBatch (batch.go) runs one decode step of each
+// next row's decay, the same operations per column, deltarows_simd.go);
+// its raw and conv'd DeltaNet rows are written where Commit replays them
+// from; its attention runs every (row, KV head) pair in one pool call
+// (attendBlock); and the rows of a large block are quantized to int8 on
+// every core the products then run on (stage.quantizeRows). StepBatch (batch.go) runs one decode step of each
 // of several States in one forward — server slots decoding at once — each
 // row again its State's decode step bit for bit.
 //
