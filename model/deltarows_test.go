@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -25,15 +24,8 @@ func TestDeltaRows(t *testing.T) {
 				}
 				rows := make([]deltaRow, T)
 				for r := range rows {
-					q, k, v := make([]float32, dk), make([]float32, dk), make([]float32, dv)
-					for i := range k {
-						k[i] = float32(g.NormFloat64() / math.Sqrt(float64(dk)))
-						q[i] = float32(g.NormFloat64() / float64(dk))
-					}
-					for i := range v {
-						v[i] = float32(g.NormFloat64())
-					}
-					rows[r] = deltaRow{q: q, k: k, v: v, o: make([]float32, dv), g: float32(-g.Float64() * 3), beta: float32(g.Float64())}
+					q, k, v, gl, beta := randDeltaRow(g, dk, dv)
+					rows[r] = deltaRow{q: q, k: k, v: v, o: make([]float32, dv), g: gl, beta: beta}
 				}
 				// Reference: one deltaStepFrom a row.
 				want := make([]float32, dk*dv)

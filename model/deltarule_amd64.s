@@ -70,6 +70,44 @@
 	ACC(s, x6, a6, Z26); \
 	ACC(s, x7, a7, Z27)
 
+// DECAYROW is one key row of the first pass: the row at SI times α (Z31)
+// stored at DI, w (Z0…Z7) += k_i (at BX) times it; then on to the next.
+#define DECAYROW \
+	MULROW(SI, Z31); \
+	STROW(DI, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15); \
+	VBROADCASTSS (BX), Z29; \
+	ACC8(Z29, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7); \
+	ADDQ R8, SI; \
+	ADDQ R8, DI; \
+	ADDQ $4, BX
+
+// UPDATEROW is one key row of the second pass: the row at DI += k_i (at
+// BX) times u (Z0…Z7), o (Z8…Z15) += q_i (at DX) times it; then on.
+#define UPDATEROW \
+	VBROADCASTSS (BX), Z29; \
+	VBROADCASTSS (DX), Z28; \
+	VMULPS Z0, Z29, Z16; \
+	VMULPS Z1, Z29, Z17; \
+	VMULPS Z2, Z29, Z18; \
+	VMULPS Z3, Z29, Z19; \
+	VMULPS Z4, Z29, Z20; \
+	VMULPS Z5, Z29, Z21; \
+	VMULPS Z6, Z29, Z22; \
+	VMULPS Z7, Z29, Z23; \
+	VADDPS 0(DI), Z16, Z16; \
+	VADDPS 64(DI), Z17, Z17; \
+	VADDPS 128(DI), Z18, Z18; \
+	VADDPS 192(DI), Z19, Z19; \
+	VADDPS 256(DI), Z20, Z20; \
+	VADDPS 320(DI), Z21, Z21; \
+	VADDPS 384(DI), Z22, Z22; \
+	VADDPS 448(DI), Z23, Z23; \
+	STROW(DI, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23); \
+	ACC8(Z28, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15); \
+	ADDQ R8, DI; \
+	ADDQ $4, BX; \
+	ADDQ $4, DX
+
 // func deltaRule128(S, src, k, q, v, o unsafe.Pointer, dk, stride int, alpha, beta float32)
 //
 // For the 128 columns at S and src (rows stride bytes apart, dk of them):
@@ -86,13 +124,7 @@ TEXT ·deltaRule128(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JLE decay0
 decay:
-	MULROW(SI, Z31)
-	STROW(DI, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VBROADCASTSS (BX), Z29
-	ACC8(Z29, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ADDQ R8, SI
-	ADDQ R8, DI
-	ADDQ $4, BX
+	DECAYROW
 	DECQ CX
 	JNZ decay
 decay0:
@@ -124,29 +156,7 @@ decay0:
 	TESTQ CX, CX
 	JLE done
 update:
-	VBROADCASTSS (BX), Z29
-	VBROADCASTSS (DX), Z28
-	VMULPS Z0, Z29, Z16
-	VMULPS Z1, Z29, Z17
-	VMULPS Z2, Z29, Z18
-	VMULPS Z3, Z29, Z19
-	VMULPS Z4, Z29, Z20
-	VMULPS Z5, Z29, Z21
-	VMULPS Z6, Z29, Z22
-	VMULPS Z7, Z29, Z23
-	VADDPS 0(DI), Z16, Z16
-	VADDPS 64(DI), Z17, Z17
-	VADDPS 128(DI), Z18, Z18
-	VADDPS 192(DI), Z19, Z19
-	VADDPS 256(DI), Z20, Z20
-	VADDPS 320(DI), Z21, Z21
-	VADDPS 384(DI), Z22, Z22
-	VADDPS 448(DI), Z23, Z23
-	STROW(DI, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
-	ACC8(Z28, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	ADDQ R8, DI
-	ADDQ $4, BX
-	ADDQ $4, DX
+	UPDATEROW
 	DECQ CX
 	JNZ update
 done:
@@ -155,8 +165,8 @@ done:
 	VZEROUPPER
 	RET
 
-// The three passes of a verify block's rows on one head (deltaRows128,
-// deltarows.go): row 0's decay, the fused pass between rows t and t+1,
+// The three passes of a verify block's rows on one head (deltaRowsFast,
+// deltarows_simd.go): row 0's decay, the fused pass between rows t and t+1,
 // and the last row's update. Each column's operations are deltaRule128's
 // (so deltaStepGo's), in its order and rounding; only the passes over the
 // state are fewer: T + 1 a block of T rows instead of 2T.
@@ -175,13 +185,7 @@ TEXT ·deltaDecay128(SB), NOSPLIT, $0-52
 	TESTQ CX, CX
 	JLE ddone
 ddecay:
-	MULROW(SI, Z31)
-	STROW(DI, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VBROADCASTSS (BX), Z29
-	ACC8(Z29, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ADDQ R8, SI
-	ADDQ R8, DI
-	ADDQ $4, BX
+	DECAYROW
 	DECQ CX
 	JNZ ddecay
 ddone:
@@ -261,29 +265,7 @@ TEXT ·deltaUpdate128(SB), NOSPLIT, $0-56
 	TESTQ CX, CX
 	JLE udone
 uupdate:
-	VBROADCASTSS (BX), Z29
-	VBROADCASTSS (DX), Z28
-	VMULPS Z0, Z29, Z16
-	VMULPS Z1, Z29, Z17
-	VMULPS Z2, Z29, Z18
-	VMULPS Z3, Z29, Z19
-	VMULPS Z4, Z29, Z20
-	VMULPS Z5, Z29, Z21
-	VMULPS Z6, Z29, Z22
-	VMULPS Z7, Z29, Z23
-	VADDPS 0(DI), Z16, Z16
-	VADDPS 64(DI), Z17, Z17
-	VADDPS 128(DI), Z18, Z18
-	VADDPS 192(DI), Z19, Z19
-	VADDPS 256(DI), Z20, Z20
-	VADDPS 320(DI), Z21, Z21
-	VADDPS 384(DI), Z22, Z22
-	VADDPS 448(DI), Z23, Z23
-	STROW(DI, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
-	ACC8(Z28, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	ADDQ R8, DI
-	ADDQ $4, BX
-	ADDQ $4, DX
+	UPDATEROW
 	DECQ CX
 	JNZ uupdate
 udone:

@@ -153,15 +153,7 @@ func TestDeltaStepTwins(t *testing.T) {
 		S2 := append([]float32(nil), S1...)
 		o1, o2, w := make([]float32, dv), make([]float32, dv), make([]float32, dv)
 		for step := range 4 {
-			q, k, v := make([]float32, dk), make([]float32, dk), make([]float32, dv)
-			for i := range k {
-				k[i] = float32(g.NormFloat64() / math.Sqrt(float64(dk)))
-				q[i] = float32(g.NormFloat64() / float64(dk))
-			}
-			for i := range v {
-				v[i] = float32(g.NormFloat64())
-			}
-			gl, beta := float32(-g.Float64()*3), float32(g.Float64())
+			q, k, v, gl, beta := randDeltaRow(g, dk, dv)
 			prev, kept := append([]float32(nil), S1...), append([]float32(nil), S1...)
 			deltaStep(S1, q, k, v, gl, beta, o1, w)
 			deltaStepGo(S2, S2, q, k, v, decay(float64(gl)), beta, o2, w)
@@ -239,4 +231,19 @@ func TestAttendStep(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randDeltaRow returns a random row of the delta rule for one head: q and
+// k (dk) of a normalised row's size, v (dv), log decay g ∈ (−3, 0] and
+// β ∈ [0, 1).
+func randDeltaRow(g *rand.Rand, dk, dv int) (q, k, v []float32, gl, beta float32) {
+	q, k, v = make([]float32, dk), make([]float32, dk), make([]float32, dv)
+	for i := range k {
+		k[i] = float32(g.NormFloat64() / math.Sqrt(float64(dk)))
+		q[i] = float32(g.NormFloat64() / float64(dk))
+	}
+	for i := range v {
+		v[i] = float32(g.NormFloat64())
+	}
+	return q, k, v, float32(-g.Float64() * 3), float32(g.Float64())
 }

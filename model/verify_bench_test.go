@@ -33,14 +33,7 @@ func BenchmarkVerify(b *testing.B) {
 		})
 		for _, T := range []int{1, 2, 3, 4, 8, 16} {
 			b.Run(fmt.Sprintf("%s/T=%d", name, T), func(b *testing.B) {
-				m := benchModel(b, name, dir)
-				s := m.NewState()
-				s.SetAct(model.ActInt8)
-				mk := decodeStart(m, s)
-				block := make([]int, T)
-				for i := range block {
-					block[i] = 100 + i
-				}
+				m, s, mk, block := verifyStart(b, name, dir, T)
 				b.ResetTimer()
 				for range b.N {
 					if s.Pos()+T > 4+decodeWindow {
@@ -55,6 +48,21 @@ func BenchmarkVerify(b *testing.B) {
 			})
 		}
 	}
+}
+
+// verifyStart loads the benchmark model name and returns a State with int8
+// activations after decodeStart's prompt, its mark, and a block of T
+// tokens.
+func verifyStart(b *testing.B, name, dir string, T int) (*model.Model, *model.State, model.Mark, []int) {
+	m := benchModel(b, name, dir)
+	s := m.NewState()
+	s.SetAct(model.ActInt8)
+	mk := decodeStart(m, s)
+	block := make([]int, T)
+	for i := range block {
+		block[i] = 100 + i
+	}
+	return m, s, mk, block
 }
 
 // BenchmarkVerifyRatio: a verify block of T rows against T decode steps,
@@ -72,14 +80,7 @@ func BenchmarkVerifyRatio(b *testing.B) {
 	for name, dir := range benchModels(b) {
 		for _, T := range []int{2, 4, 8} {
 			b.Run(fmt.Sprintf("%s/T=%d", name, T), func(b *testing.B) {
-				m := benchModel(b, name, dir)
-				s := m.NewState()
-				s.SetAct(model.ActInt8)
-				mk := decodeStart(m, s)
-				block := make([]int, T)
-				for i := range block {
-					block[i] = 100 + i
-				}
+				m, s, mk, block := verifyStart(b, name, dir, T)
 				var steps, blocks time.Duration
 				steps1 := func() {
 					t0 := time.Now()
