@@ -68,9 +68,12 @@ type scratch struct {
 	mode        stepMode // whether decode steps use the worker pool (stage.go)
 	// rmode makes the same choice for calls of T rows computed as decode
 	// steps (verify blocks, step batches), one chooser for each T.
-	rmode    [maxVerify + 1]stepMode
-	attBlock attBlockJob // a verify block's attention (attention.go)
-	alone    bool        // the current call runs on the caller alone (its chooser's pick)
+	rmode [maxVerify + 1]stepMode
+	// attBlock is a verify block's attention (attention.go); it comes
+	// after the choosers: placed between the stage and them it slowed
+	// forge-tiny's decode step ~5% (measured, BENCHMARKS.md issue 14).
+	attBlock attBlockJob
+	alone    bool // the current call runs on the caller alone (its chooser's pick)
 }
 
 // headScratch is one value head's chunk buffers for prefill.
