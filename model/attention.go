@@ -166,7 +166,7 @@ func (j *attBlockJob) pairs(lo, hi int) {
 	c := j.c
 	hk, rq := c.KVHeads, c.Heads/c.KVHeads
 	T := j.sc.q.Rows
-	wmax := j.pos + T + 32 // the last row's ws, the most any row takes
+	wmax := j.pos + T + 32 // more than any row's ws: each pair's part of sc.scores (Model.begin sizes it)
 	for i := lo; i < hi; i++ {
 		t, h0 := i/hk, (i%hk)*rq
 		ws := j.pos + t + 32 // as the decode step at pos+t lays its heads' scores out (attJob.heads)
