@@ -59,11 +59,3 @@ func deltaRowsFast(S, src []float32, rows []deltaRow, w, u []float32) bool {
 	}
 	return true
 }
-
-// betaDiff sets u = β(v − w), deltaStepGo's u (its float32 operations, in
-// its order).
-func betaDiff(u, v, w []float32, beta float32) {
-	for j := range u {
-		u[j] = beta * (v[j] - w[j])
-	}
-}

@@ -37,9 +37,7 @@ func deltaStepGo(S, src, q, k, v []float32, alpha, beta float32, o, w []float32)
 			w[j] += ki * row[j]
 		}
 	}
-	for j := range w {
-		w[j] = beta * (v[j] - w[j]) // u
-	}
+	betaDiff(w, v, w, beta) // u, in place of w
 	clear(o)
 	for i, ki := range k {
 		row := S[i*dv : (i+1)*dv]
@@ -70,6 +68,13 @@ func deltaRows(S, src []float32, rows []deltaRow, w, u []float32) {
 	for _, r := range rows {
 		deltaStepFrom(S, src, r.q, r.k, r.v, r.g, r.beta, r.o, w)
 		src = S
+	}
+}
+
+// betaDiff sets u = β(v − w), the update's u (u may be w).
+func betaDiff(u, v, w []float32, beta float32) {
+	for j := range u {
+		u[j] = beta * (v[j] - w[j])
 	}
 }
 
