@@ -21,7 +21,8 @@
 // for each number of rows, which starts from a warm one's pick); both
 // give the same bits. Warm runs a State through those first calls before
 // a reply (warm.go). With GOEXPERIMENT=simd on an
-// AVX-512 CPU the elementwise activations, the conv, the recurrent delta
+// AVX-512 CPU the elementwise activations (SiLU and sigmoid in assembly,
+// act_amd64.s), the conv, the recurrent delta
 // rule step and attention (decode steps, and prefill's rows one by one as
 // the steps at their positions) run vector kernels (vec_simd.go) that
 // make the scalar code's operations in its order, so results are the same
@@ -77,8 +78,8 @@
 // softplus, a 2-ulp float32 exp), rows.go (row-parallel norms and SwiGLU),
 // stage.go (a decode step's products on the pool, stepMode), act.go (Act:
 // int8 activations), kvcache.go (KV: the int8 KV cache), vec.go,
-// vec_simd.go, deltarows_simd.go, scores_amd64.s, deltarule_amd64.s and
-// vec_go.go (row loops and their AVX-512 kernels),
+// vec_simd.go, deltarows_simd.go, scores_amd64.s, deltarule_amd64.s,
+// act_amd64.s and vec_go.go (row loops and their AVX-512 kernels),
 // vec_avx2.go, attention_avx2.go and attention_avx2_amd64.s (their AVX2
 // twins),
 // numerics.go (Numerics: an emulated device's arithmetic).

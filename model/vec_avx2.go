@@ -65,7 +65,8 @@ func exp32x8(x f32x8, c *expK) f32x8 {
 	return x.Merge(e, x.IsNaN())
 }
 
-// sigmoid8 is sigmoid16 on 8 lanes.
+// sigmoid8 is the scalar sigmoid on 8 lanes: e = exp32(−|x|), then (x ≥
+// 0 ? 1 : e)/(1 + e) (on 16 lanes, actRows in act_amd64.s).
 func sigmoid8(x f32x8, c *expK) f32x8 {
 	neg := x.AsUint32x8().Or(c.sign.AsUint32x8()).AsFloat32x8() // −|x|
 	e := exp32x8(neg, c)
