@@ -56,7 +56,7 @@ type scratch struct {
 	obs         tensor.Matrix // observer copies
 	w           []float32     // [Hv·dv] recurrent-step scratch
 	wu          []float32     // [Hv·dv] a verify block's u (deltaRows)
-	rw          []float32     // [2·dv] Commit's replay scratch (verify.go)
+	rw          []float32     // [3·Hv·dv] Commit's replay scratch: o, w, u a head (verify.go)
 	scores      []float32     // [Hq][pos+32] decode attention scores
 	cos, sin    []float32     // [T][R/2] RoPE tables
 	heads       []*headScratch
@@ -73,7 +73,8 @@ type scratch struct {
 	// after the choosers: placed between the stage and them it slowed
 	// forge-tiny's decode step ~5% (measured, BENCHMARKS.md issue 14).
 	attBlock attBlockJob
-	alone    bool // the current call runs on the caller alone (its chooser's pick)
+	alone    bool      // the current call runs on the caller alone (its chooser's pick)
+	replay   replayJob // Commit's head-parallel replay (verify.go)
 }
 
 // headScratch is one value head's chunk buffers for prefill.

@@ -96,24 +96,68 @@ func (s *State) Commit(n int) {
 }
 
 // replay runs the first n pending rows' recurrent steps on ls's committed
-// state and moves its conv window on by their raw rows.
+// state and moves its conv window on by their raw rows. Each value head
+// runs the rows in turn through deltaRows (in place: n + 1 passes over the
+// head's state where dv is a multiple of 128, each row a decode step bit
+// for bit), the heads on the pool when the state is large (as a decode
+// step's, stepJob.all): row after row over every head, a synth-1.4b
+// layer's 1 MB state came from memory for each row (Commit of 1, 4 and 7
+// of 8 rows: 1.5, 2.9 and 4.3 ms, BENCHMARKS.md issue 14).
 func (s *State) replay(ls *layerState, n int) {
 	c := s.cfg
-	cd, hv, dk, dv, kt := c.ConvDim(), c.ValueHeads, c.KeyDim, c.ValueDim, c.KeyTotal()
-	if len(s.sc.rw) < 2*dv {
-		s.sc.rw = make([]float32, 2*dv)
+	hv, dv := c.ValueHeads, c.ValueDim
+	if len(s.sc.rw) < 3*hv*dv {
+		s.sc.rw = make([]float32, 3*hv*dv)
 	}
-	o, w := s.sc.rw[:dv], s.sc.rw[dv:2*dv] // the outputs are not kept
-	for t := range n {
-		row := ls.pxc[t*cd : (t+1)*cd]
-		for h := range hv {
-			kh := h / (hv / c.KeyHeads)
-			deltaStep(ls.rec[h*dk*dv:(h+1)*dk*dv], row[kh*dk:(kh+1)*dk], row[kt+kh*dk:kt+(kh+1)*dk],
-				row[2*kt+h*dv:2*kt+(h+1)*dv], ls.pg[t*hv+h], ls.pb[t*hv+h], o, w)
+	j := &s.sc.replay
+	if j.run == nil {
+		j.run = j.heads
+	}
+	j.s, j.ls, j.n = s, ls, n
+	if 4*len(ls.rec) < stepParallel || s.sc.alone {
+		j.heads(0, hv)
+	} else {
+		tensor.ParallelGrain(hv, 2, j.run)
+	}
+	j.s, j.ls = nil, nil
+	raw := tensor.Matrix{Rows: n, Cols: c.ConvDim(), Data: ls.px0[:n*c.ConvDim()]} // not FromSlice: Commit allocates nothing
+	shiftConv(ls.conv, &raw, c.ConvKernel)
+}
+
+// replayJob carries replay's value heads to the pool; run is the method
+// value j.heads, built once per State so that Commit allocates nothing.
+type replayJob struct {
+	s   *State
+	ls  *layerState
+	n   int
+	run func(lo, hi int)
+}
+
+// heads replays value heads [lo, hi): the pending rows' q, k, v from the
+// conv'd rows, their gates, the outputs (not kept) into the head's scratch,
+// at most maxVerify rows a deltaRows call.
+func (j *replayJob) heads(lo, hi int) {
+	c, ls := j.s.cfg, j.ls
+	cd, hv, dk, dv, kt := c.ConvDim(), c.ValueHeads, c.KeyDim, c.ValueDim, c.KeyTotal()
+	rw := j.s.sc.rw
+	var rows [maxVerify]deltaRow
+	for h := lo; h < hi; h++ {
+		kh := h / (hv / c.KeyHeads) // grouped: value head h uses key head ⌊h/r_v⌋ (docs/model.md §3.3.4)
+		o, w, u := rw[h*dv:(h+1)*dv], rw[(hv+h)*dv:(hv+h+1)*dv], rw[(2*hv+h)*dv:(2*hv+h+1)*dv]
+		S := ls.rec[h*dk*dv : (h+1)*dk*dv]
+		for t0 := 0; t0 < j.n; t0 += maxVerify {
+			m := min(maxVerify, j.n-t0)
+			for i := range m {
+				t := t0 + i
+				row := ls.pxc[t*cd : (t+1)*cd]
+				rows[i] = deltaRow{
+					q: row[kh*dk : (kh+1)*dk], k: row[kt+kh*dk : kt+(kh+1)*dk], v: row[2*kt+h*dv : 2*kt+(h+1)*dv],
+					o: o, g: ls.pg[t*hv+h], beta: ls.pb[t*hv+h],
+				}
+			}
+			deltaRows(S, S, rows[:m], w, u)
 		}
 	}
-	raw := tensor.Matrix{Rows: n, Cols: cd, Data: ls.px0[:n*cd]} // not FromSlice: Commit allocates nothing
-	shiftConv(ls.conv, &raw, c.ConvKernel)
 }
 
 // shiftConv moves a conv window hist ([K−1][convDim], oldest first) on by

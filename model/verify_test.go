@@ -227,13 +227,15 @@ func TestVerifyMisuse(t *testing.T) {
 // wideHeads is a random bf16 model (checkpoint.Synth) of forge-tiny's
 // layout with DeltaNet value heads of 128 columns, as the synth-1.4b's:
 // its rule runs deltaRule128 (deltarule_amd64.s), which forge-tiny's
-// 32-column heads never reach.
+// 32-column heads never reach; with eight of them (a 256 KB state, at
+// stepParallel) a step's heads, a block's and Commit's replay run on the
+// pool.
 func wideHeads(t *testing.T) *model.Model {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "wide")
 	if err := tinylut.SynthLike(repoPath("models", "forge-tiny"), dir, map[string]any{
 		"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2, "num_key_value_heads": 1,
-		"head_dim": 32, "linear_num_key_heads": 1, "linear_num_value_heads": 2, "linear_key_head_dim": 64,
+		"head_dim": 32, "linear_num_key_heads": 1, "linear_num_value_heads": 8, "linear_key_head_dim": 64,
 		"linear_value_head_dim": 128,
 	}, 9); err != nil {
 		t.Fatal(err)
