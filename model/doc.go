@@ -57,11 +57,13 @@
 // T + 1 times instead of 2T (deltaRows: each row's update fused with the
 // next row's decay, the same operations per column, deltarows_simd.go);
 // its raw and conv'd DeltaNet rows are written where Commit replays them
-// from; its attention runs every (row, KV head) pair in one pool call
-// (attendBlock); and the rows of a large block are quantized to int8 on
-// every core the products then run on (stage.quantizeRows). StepBatch (batch.go) runs one decode step of each
-// of several States in one forward — server slots decoding at once — each
-// row again its State's decode step bit for bit.
+// from (a kept prefix shorter than the block replays head by head through
+// deltaRows, the heads on the pool for a large state); its attention runs
+// every (row, KV head) pair in one pool call (attendBlock); and the rows
+// of a large block are quantized to int8 on every core the products then
+// run on (stage.quantizeRows). StepBatch (batch.go) runs one decode step
+// of each of several States in one forward — server slots decoding at
+// once — each row again its State's decode step bit for bit.
 //
 // A State with a Numerics (numerics.go; package ane: the Neural Engine's
 // fp16) runs the same forward on a measuring path: every tensor a device
