@@ -63,6 +63,25 @@ GLOBL actK<>(SB), RODATA|NOPTR, $56
 	VADDPS Z4, Z22, Z6; \
 	VDIVPS Z6, Z5, Z5
 
+// SILU makes Z5 silu(x) = x·sigmoid(x); MULY multiplies it by y's vector.
+#define SILU VMULPS Z5, Z0, Z5
+#define MULY VMULPS (DX), Z5, Z5
+
+// ACTLOOP is a mode's loop, labelled top: each vector of x through
+// SIGMOID, then op, to dst; y (DX) moves along whether op reads it or not.
+#define ACTLOOP(top, op) \
+top: \
+	VMOVUPS (SI), Z0; \
+	SIGMOID; \
+	op; \
+	VMOVUPS Z5, (DI); \
+	ADDQ $64, SI; \
+	ADDQ $64, DX; \
+	ADDQ $64, DI; \
+	DECQ CX; \
+	JNZ top; \
+	JMP adone
+
 // func actRows(dst, x, y unsafe.Pointer, n, mode int)
 //
 // For n/16 vectors (n a multiple of 16): mode 0, dst = silu(x)·y; mode
@@ -95,38 +114,9 @@ TEXT ·actRows(SB), NOSPLIT, $0-40
 	JEQ asilu
 	CMPQ AX, $2
 	JEQ asig
-aswiglu:
-	VMOVUPS (SI), Z0
-	SIGMOID
-	VMULPS Z5, Z0, Z5
-	VMULPS (DX), Z5, Z5
-	VMOVUPS Z5, (DI)
-	ADDQ $64, SI
-	ADDQ $64, DX
-	ADDQ $64, DI
-	DECQ CX
-	JNZ aswiglu
-	JMP adone
-asilu:
-	VMOVUPS (SI), Z0
-	SIGMOID
-	VMULPS Z5, Z0, Z5
-	VMOVUPS Z5, (DI)
-	ADDQ $64, SI
-	ADDQ $64, DI
-	DECQ CX
-	JNZ asilu
-	JMP adone
-asig:
-	VMOVUPS (SI), Z0
-	SIGMOID
-	VMULPS (DX), Z5, Z5
-	VMOVUPS Z5, (DI)
-	ADDQ $64, SI
-	ADDQ $64, DX
-	ADDQ $64, DI
-	DECQ CX
-	JNZ asig
+	ACTLOOP(aswiglu, SILU; MULY)
+	ACTLOOP(asilu, SILU)
+	ACTLOOP(asig, MULY)
 adone:
 	VZEROUPPER
 	RET
