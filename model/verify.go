@@ -102,7 +102,8 @@ func (s *State) Commit(n int) {
 // for bit), the heads on the pool when the state is large (as a decode
 // step's, stepJob.all): row after row over every head, a synth-1.4b
 // layer's 1 MB state came from memory for each row (Commit of 1, 4 and 7
-// of 8 rows: 1.5, 2.9 and 4.3 ms, BENCHMARKS.md issue 14).
+// of 8 rows: 1.5–1.7, 3.0–3.7 and 4.2–5.1 ms; this way 1.0–1.2, 1.6–1.7
+// and 2.1–2.4; BENCHMARKS.md issue 14).
 func (s *State) replay(ls *layerState, n int) {
 	c := s.cfg
 	hv, dv := c.ValueHeads, c.ValueDim
