@@ -77,8 +77,9 @@ func verifyStart(b *testing.B, name, dir string, T int) (*model.Model, *model.St
 // small drafter's steps between), plain decoding's steps after steps —
 // behind one untimed call of its kind; "/alternate" times the first call
 // after the switch too: there the synth-1.4b's block after decode steps
-// costs ~3–6 ms more than after a block, nearly all in its delta rule,
-// whose state the steps last wrote in place (BENCHMARKS.md, issue 14).
+// cost 3–6 ms more than after a block in some hours (in others nothing),
+// nearly all in its delta rule, whose state the steps last wrote in place
+// (BenchmarkVerifyAfter; BENCHMARKS.md, issue 14).
 // Reports the step's and the block's µs, their ratio ("block/step", issue
 // 14's speed aim at T = 8) and r, the cost of each row after the first in
 // steps ((block/step − 1)/(T − 1)).
