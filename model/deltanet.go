@@ -234,12 +234,27 @@ func (j *stepJob) all(d *deltaNet, c *Config, sc *scratch, ls *layerState, rows,
 		j.run = j.heads
 	}
 	j.d, j.c, j.sc, j.ls, j.rows, j.row = d, c, sc, ls, rows, row
-	if 4*len(ls.rec) < stepParallel || sc.alone {
-		j.heads(0, c.ValueHeads)
-	} else {
+	if headsOnPool(ls, sc) {
 		tensor.ParallelGrain(c.ValueHeads, 2, j.run)
+	} else {
+		j.heads(0, c.ValueHeads)
 	}
 	j.rows, j.row = 0, 0
+}
+
+// headsOnPool reports whether ls's value heads run on the pool: a large
+// state (stepParallel) and a call that does not run alone.
+func headsOnPool(ls *layerState, sc *scratch) bool {
+	return 4*len(ls.rec) >= stepParallel && !sc.alone
+}
+
+// headQKV returns value head h's q, k and v in a conv'd row [convDim]: q
+// and k of its key head (grouped: value head h uses key head ⌊h/r_v⌋,
+// docs/model.md §3.3.4), its own v.
+func headQKV(c *Config, row []float32, h int) (q, k, v []float32) {
+	dk, dv, kt := c.KeyDim, c.ValueDim, c.KeyTotal()
+	kh := h / (c.ValueHeads / c.KeyHeads)
+	return row[kh*dk : (kh+1)*dk], row[kt+kh*dk : kt+(kh+1)*dk], row[2*kt+h*dv : 2*kt+(h+1)*dv]
 }
 
 func (j *stepJob) heads(lo, hi int) {
@@ -259,15 +274,11 @@ func (j *stepJob) heads(lo, hi int) {
 // rowsHead runs value head h's recurrent steps for the call's first n
 // rows, the first from the state src into rec (deltaRows).
 func (d *deltaNet) rowsHead(c *Config, sc *scratch, rec, src []float32, h, n int) {
-	dk, dv, kt := c.KeyDim, c.ValueDim, c.KeyTotal()
-	kh := h / (c.ValueHeads / c.KeyHeads) // grouped: value head h uses key head ⌊h/r_v⌋ (docs/model.md §3.3.4)
+	dk, dv := c.KeyDim, c.ValueDim
 	var rows [maxVerify]deltaRow
 	for t := range n {
-		row := sc.xc.Row(t)
-		rows[t] = deltaRow{
-			q: row[kh*dk : (kh+1)*dk], k: row[kt+kh*dk : kt+(kh+1)*dk], v: row[2*kt+h*dv : 2*kt+(h+1)*dv],
-			o: sc.o.Row(t)[h*dv : (h+1)*dv], g: sc.ga.Row(t)[h], beta: sc.gb.Row(t)[h],
-		}
+		q, k, v := headQKV(c, sc.xc.Row(t), h)
+		rows[t] = deltaRow{q: q, k: k, v: v, o: sc.o.Row(t)[h*dv : (h+1)*dv], g: sc.ga.Row(t)[h], beta: sc.gb.Row(t)[h]}
 	}
 	hs := dk * dv
 	deltaRows(rec[h*hs:(h+1)*hs], src[h*hs:(h+1)*hs], rows[:n], sc.w[h*dv:(h+1)*dv], sc.wu[h*dv:(h+1)*dv])
@@ -277,12 +288,8 @@ func (d *deltaNet) rowsHead(c *Config, sc *scratch, rec, src []float32, h, n int
 // the state src into rec (the same state but for a verify block's first
 // row).
 func (d *deltaNet) stepHead(c *Config, sc *scratch, rec, src []float32, h, t int) {
-	dk, dv, kt := c.KeyDim, c.ValueDim, c.KeyTotal()
-	kh := h / (c.ValueHeads / c.KeyHeads) // grouped: value head h uses key head ⌊h/r_v⌋ (docs/model.md §3.3.4)
-	row := sc.xc.Row(t)
-	q := row[kh*dk : (kh+1)*dk]
-	k := row[kt+kh*dk : kt+(kh+1)*dk]
-	v := row[2*kt+h*dv : 2*kt+(h+1)*dv]
+	dk, dv := c.KeyDim, c.ValueDim
+	q, k, v := headQKV(c, sc.xc.Row(t), h)
 	S, from := rec[h*dk*dv:(h+1)*dk*dv], src[h*dk*dv:(h+1)*dk*dv]
 	deltaStepFrom(S, from, q, k, v, sc.ga.Row(t)[h], sc.gb.Row(t)[h], sc.o.Row(t)[h*dv:(h+1)*dv], sc.w[h*dv:(h+1)*dv])
 }

@@ -218,12 +218,8 @@ func (d *deltaNet) forwardNum(c *Config, s *State, li int) {
 // o = Sᵀq (stored).
 func (d *deltaNet) stepNum(c *Config, s *State, li int, rec []float32, h, t int) {
 	sc := &s.sc
-	dk, dv, kt := c.KeyDim, c.ValueDim, c.KeyTotal()
-	kh := h / (c.ValueHeads / c.KeyHeads)
-	row := sc.xc.Row(t)
-	q := row[kh*dk : (kh+1)*dk]
-	k := row[kt+kh*dk : kt+(kh+1)*dk]
-	v := row[2*kt+h*dv : 2*kt+(h+1)*dv]
+	dk, dv := c.KeyDim, c.ValueDim
+	q, k, v := headQKV(c, sc.xc.Row(t), h)
 	S := rec[h*dk*dv : (h+1)*dk*dv]
 	o := sc.o.Row(t)[h*dv : (h+1)*dv]
 	w, r, a := s.nsc[:dv], s.nsc[dv:2*dv], s.nsc[2*dv:2*dv+1]

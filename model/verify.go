@@ -115,10 +115,10 @@ func (s *State) replay(ls *layerState, n int) {
 		j.run = j.heads
 	}
 	j.s, j.ls, j.n = s, ls, n
-	if 4*len(ls.rec) < stepParallel || s.sc.alone {
-		j.heads(0, hv)
-	} else {
+	if headsOnPool(ls, &s.sc) {
 		tensor.ParallelGrain(hv, 2, j.run)
+	} else {
+		j.heads(0, hv)
 	}
 	j.s, j.ls = nil, nil
 	raw := tensor.Matrix{Rows: n, Cols: c.ConvDim(), Data: ls.px0[:n*c.ConvDim()]} // not FromSlice: Commit allocates nothing
@@ -139,22 +139,18 @@ type replayJob struct {
 // at most maxVerify rows a deltaRows call.
 func (j *replayJob) heads(lo, hi int) {
 	c, ls := j.s.cfg, j.ls
-	cd, hv, dk, dv, kt := c.ConvDim(), c.ValueHeads, c.KeyDim, c.ValueDim, c.KeyTotal()
+	cd, hv, dk, dv := c.ConvDim(), c.ValueHeads, c.KeyDim, c.ValueDim
 	rw := j.s.sc.rw
 	var rows [maxVerify]deltaRow
 	for h := lo; h < hi; h++ {
-		kh := h / (hv / c.KeyHeads) // grouped: value head h uses key head ⌊h/r_v⌋ (docs/model.md §3.3.4)
 		o, w, u := rw[h*dv:(h+1)*dv], rw[(hv+h)*dv:(hv+h+1)*dv], rw[(2*hv+h)*dv:(2*hv+h+1)*dv]
 		S := ls.rec[h*dk*dv : (h+1)*dk*dv]
 		for t0 := 0; t0 < j.n; t0 += maxVerify {
 			m := min(maxVerify, j.n-t0)
 			for i := range m {
 				t := t0 + i
-				row := ls.pxc[t*cd : (t+1)*cd]
-				rows[i] = deltaRow{
-					q: row[kh*dk : (kh+1)*dk], k: row[kt+kh*dk : kt+(kh+1)*dk], v: row[2*kt+h*dv : 2*kt+(h+1)*dv],
-					o: o, g: ls.pg[t*hv+h], beta: ls.pb[t*hv+h],
-				}
+				q, k, v := headQKV(c, ls.pxc[t*cd:(t+1)*cd], h)
+				rows[i] = deltaRow{q: q, k: k, v: v, o: o, g: ls.pg[t*hv+h], beta: ls.pb[t*hv+h]}
 			}
 			deltaRows(S, S, rows[:m], w, u)
 		}

@@ -39,10 +39,7 @@ func BenchmarkVerify(b *testing.B) {
 					if s.Pos()+T > 4+decodeWindow {
 						s.Rewind(mk)
 					}
-					if _, err := m.Verify(s, block); err != nil {
-						b.Fatal(err)
-					}
-					s.Commit(T)
+					verifyAll(b, m, s, block)
 				}
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/block")
 			})
@@ -63,6 +60,14 @@ func verifyStart(b *testing.B, name, dir string, T int) (*model.Model, *model.St
 		block[i] = 100 + i
 	}
 	return m, s, mk, block
+}
+
+// verifyAll verifies block on s and commits all its rows.
+func verifyAll(b *testing.B, m *model.Model, s *model.State, block []int) {
+	if _, err := m.Verify(s, block); err != nil {
+		b.Fatal(err)
+	}
+	s.Commit(len(block))
 }
 
 // BenchmarkVerifyRatio: a verify block of T rows against T decode steps,
@@ -115,18 +120,12 @@ func verifyRatio(b *testing.B, m *model.Model, s *model.State, mk model.Mark, bl
 		}
 		steps += time.Since(t0)
 	}
-	verify := func() {
-		if _, err := m.Verify(s, block); err != nil {
-			b.Fatal(err)
-		}
-		s.Commit(T)
-	}
 	block1 := func() {
 		if warm {
-			verify()
+			verifyAll(b, m, s, block)
 		}
 		t0 := time.Now()
-		verify()
+		verifyAll(b, m, s, block)
 		blocks += time.Since(t0)
 	}
 	per := 2 * T // positions a round
@@ -249,10 +248,7 @@ func BenchmarkVerifyAfter(b *testing.B) {
 			var runs [3]int
 			verify := func() time.Duration {
 				t0 := time.Now()
-				if _, err := m.Verify(s, block); err != nil {
-					b.Fatal(err)
-				}
-				s.Commit(T)
+				verifyAll(b, m, s, block)
 				return time.Since(t0)
 			}
 			b.ResetTimer()
