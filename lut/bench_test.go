@@ -323,3 +323,27 @@ func BenchmarkLUTMulTiny(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQuantize quantizes T rows of x to int8 (QuantizeInput: the
+// codes, scales and lane sums of every row, in the layout the kernels of
+// T rows read) at the widths of forge-tiny's inputs (256, 768) and the
+// synth-1.4b's (2048, 6912), one core: ns a column of a row.
+func BenchmarkQuantize(b *testing.B) {
+	f := mustFormat(b, "LUT4 per-tensor + pcs")
+	for _, in := range []int{256, 768, 2048, 6912} {
+		m := randomMatrix(b, f, 64, in, 0, false, 1)
+		if !m.Int8Activations() {
+			b.Skip("no int8 kernels on this CPU")
+		}
+		for _, T := range []int{1, 8} {
+			x := randomX(T, in, 2)
+			var q Int8Input
+			b.Run(fmt.Sprintf("%d/T=%d", in, T), func(b *testing.B) {
+				for b.Loop() {
+					m.QuantizeInput(&q, x)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(T*in), "ns/column")
+			})
+		}
+	}
+}

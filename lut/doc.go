@@ -35,7 +35,7 @@
 //	tile_amd64.s      the T > 1 kernels of 4-bit LUTs and INT8, in assembly
 //	reduce_amd64.h    the transposing eight-row lane reduction the T = 1 kernels share
 //	int8act.go        int8 activations: Int8Input, QuantizeInput (PrepareInput + QuantizeRows), MulRowsInt8, MulInt8, the portable twin
-//	int8act_simd.go, int8_amd64.s   their AVX-512 VNNI/VBMI quantizer and kernels (4-bit LUTs, 2x16)
+//	int8act_simd.go, int8_amd64.s, quantize_amd64.s   their AVX-512 VNNI/VBMI quantizer (its vector work in assembly) and kernels (4-bit LUTs, 2x16)
 //	int8_avx2_amd64.s, quantize_avx2.go   their AVX2 kernels (one, two or three rows of x) and quantizer, for CPUs without AVX-512
 //	int8vert.go, int8vert_simd.go, int8vert_amd64.{h,s}, int8vert2_amd64.s   4-bit scalar and 2x16 LUTs' int8 products on vertical tiles (AVX-512 VNNI): layout, twin, kernels
 //	hugebytes_linux.go  memory for the tiles, advised to take 2 MiB pages

@@ -172,28 +172,37 @@ func (m *Matrix) int8Kernel(y []float32, qx []int8, dx []float32, qh []int32, r,
 	return r + groups*R
 }
 
-// Lane permutations of the activation quantizer: evenOdd puts 16
-// columns in the order [the 8 even ones, the 8 odd ones]; swap4, swap2
-// and swap1 exchange lanes 4, 2 and 1 apart within each half of eight.
-// They stay plain arrays here and are loaded into registers inside
-// quantizeFast, after its feature check: a package-level vector would be
-// loaded at init with an AVX-512 instruction, and SIGILL on AVX2 hosts.
-var (
-	evenOddIdx = [16]uint32{0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15}
-	swap4Idx   = [16]uint32{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11}
-	swap2Idx   = [16]uint32{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13}
-	swap1Idx   = [16]uint32{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14}
-)
+// quantPerm holds the lane orders of the activation quantizer's
+// vectors: evenOdd puts 16 columns in the order [the 8 even ones, the 8
+// odd ones]; swap4, swap2 and swap1 exchange lanes 4, 2 and 1 apart
+// within each half of eight. A plain array, loaded into registers by
+// quantBlock after quantizeFast's feature check.
+var quantPerm = [4][16]uint32{
+	{0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15},
+	{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11},
+	{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13},
+	{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14},
+}
+
+// quantBlock is quantizeFast's vector work on one block of x, steps ≤ 4
+// steps of 128 columns (quantize_amd64.s): per vector v of 16 columns
+// (16v … 16v+15 of every step), the maxima of |x| over each half of eight
+// lanes into ms[v], the codes into q (even columns at q + 128s + 8v, odd
+// ones 64 bytes on), their sums over each half into ss[v].
+//
+//go:noescape
+func quantBlock(x *float32, q *int8, steps int, ms *[8][16]float32, ss *[8][16]int32, perm *[4][16]uint32)
 
 // quantizeFast is quantizeRow's AVX-512 twin for rows of whole steps
 // (len(x) a multiple of 128; ok is false otherwise), quantize8 on CPUs
 // with AVX2 only; both set qs as laneSums does when it is not nil. The
 // same float32 products, divisions and round-half-even, so the same
 // codes, scales and k. A vector of 16 columns holds two scale groups
-// (lanes 0–7, 8–15); the float32 scalar work (d, k) waits until the
-// block's vector work is done and the upper register state is cleared,
-// since scalar float code after 512-bit code runs several times slower on
-// this host otherwise.
+// (lanes 0–7, 8–15). The vector work of a block runs in assembly
+// (quantBlock; the compiler's loop kept its indices and bounds on the
+// stack and took 1.5–1.8× as long, BENCHMARKS.md); the float32 scalar
+// work (d, k) follows it, after its VZEROUPPER, since scalar float code
+// after 512-bit code runs several times slower on this host otherwise.
 func quantizeFast(q []int8, d []float32, qs []int32, x []float32) (k float32, ok bool) {
 	if !fastReady {
 		return quantize8(q, d, qs, x)
@@ -201,42 +210,11 @@ func quantizeFast(q []int8, d []float32, qs []int32, x []float32) (k float32, ok
 	if len(x)%int8Step != 0 || len(q) != len(x) {
 		return 0, false
 	}
-	evenOdd, swap4 := archsimd.LoadUint32x16(&evenOddIdx), archsimd.LoadUint32x16(&swap4Idx)
-	swap2, swap1 := archsimd.LoadUint32x16(&swap2Idx), archsimd.LoadUint32x16(&swap1Idx)
-	abs := archsimd.BroadcastUint32x16(0x7fffffff)
-	c127, tiny := archsimd.BroadcastFloat32x16(127), archsimd.BroadcastFloat32x16(int8Tiny)
 	var ms [8][16]float32 // group maxima, broadcast over each half
 	var ss [8][16]int32   // group sums of the codes, likewise
 	for b := 0; 16*b < len(d); b++ {
 		c0, c1 := b*int8Block, min(len(x), (b+1)*int8Block)
-		// One vector of columns at a time (16v … 16v+15 of each step), so
-		// that its maximum, scale and sums stay in registers: over arrays
-		// of eight vectors the compiler kept each on the stack (4× slower).
-		for v := range 8 {
-			var m archsimd.Float32x16
-			for s := c0 + 16*v; s < c1; s += int8Step {
-				m = m.Max(archsimd.LoadFloat32x16((*[16]float32)(x[s:])).AsUint32x16().And(abs).AsFloat32x16())
-			}
-			m = m.Max(m.Permute(swap4))
-			m = m.Max(m.Permute(swap2))
-			m = m.Max(m.Permute(swap1))
-			m.Store(&ms[v])
-			inv := c127.Div(m.Max(tiny))
-			var sum archsimd.Int32x16
-			for s := c0 + 16*v; s < c1; s += int8Step {
-				c := archsimd.LoadFloat32x16((*[16]float32)(x[s:])).Mul(inv).RoundToEvenScaled(0).ConvertToInt32()
-				sum = sum.Add(c)
-				u := c.Permute(evenOdd).SaturateToInt8().AsUint64x2()
-				j := s - 8*v // the step (s − 16v) and this vector's even columns (+8v)
-				*(*uint64)(unsafe.Pointer(&q[j])) = u.GetElem(0)
-				*(*uint64)(unsafe.Pointer(&q[j+64])) = u.GetElem(1)
-			}
-			sum = sum.Add(sum.Permute(swap4))
-			sum = sum.Add(sum.Permute(swap2))
-			sum = sum.Add(sum.Permute(swap1))
-			sum.Store(&ss[v])
-		}
-		archsimd.ClearAVXUpperBits()
+		quantBlock(&x[c0], &q[c0], (c1-c0)/int8Step, &ms, &ss, &quantPerm)
 		for g := range 16 {
 			a, n := ms[g/2][8*(g%2)], ss[g/2][8*(g%2)]
 			d[16*b+g] = a / 127

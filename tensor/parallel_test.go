@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -184,6 +185,48 @@ func BenchmarkParallel(b *testing.B) {
 			fn(0, 1)
 		}
 	})
+}
+
+// BenchmarkHandoff measures the floor under any hand-off between two
+// cores: one goroutine stores a count in a cache line, another that polls
+// it stores the count back in a second line, and the first polls for it;
+// ns/op is one round trip (two transfers of a line between the cores).
+// A pool call costs a few such round trips beyond its work
+// (BenchmarkParallel), and a product's rows written on one core and read
+// on the other cost them too, line by line. With one core (-cpu 1) the
+// polls yield to each other and it measures the scheduler instead.
+func BenchmarkHandoff(b *testing.B) {
+	type line struct {
+		v atomic.Int64
+		_ [56]byte
+	}
+	var ping, pong line
+	// poll waits until l holds v or a negative value (stop), and returns it.
+	poll := func(l *line, v int64) int64 {
+		for i := 1; ; i++ {
+			if x := l.v.Load(); x == v || x < 0 {
+				return x
+			}
+			if i%spinYield == 0 {
+				runtime.Gosched()
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := int64(1); poll(&ping, i) > 0; i++ {
+			pong.v.Store(i)
+		}
+	}()
+	var i int64
+	for b.Loop() {
+		i++
+		ping.v.Store(i)
+		poll(&pong, i)
+	}
+	ping.v.Store(-1)
+	<-done
 }
 
 // TestPoolRecycledWakeup: a worker that finishes a job's last chunk just
